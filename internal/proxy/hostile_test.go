@@ -348,3 +348,49 @@ func TestUpstreamMemoryHeadersNotRelayedIn1xx(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamEndedBeforeItsEndNotStored: an upstream that stops mid-answer
+// but ends its body cleanly (the chunked terminator: a provider's own
+// upstream died behind it) has the stream relayed as it came, and on every
+// API the exchange is not stored as if the answer were whole: a chat
+// stream with neither [DONE] nor a finish_reason, an Anthropic one without
+// message_stop, a Responses one without response.completed are counted as
+// unreadable captures, and nothing reaches the Capturer.
+func TestStreamEndedBeforeItsEndNotStored(t *testing.T) {
+	tests := []struct{ name, path, body, stream string }{
+		{"chat", "/v1/chat/completions",
+			`{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"What is 6 times 7?"}]}`,
+			"data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"It is \"}}]}\n\n" +
+				"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"forty\"}}]}\n\n"},
+		{"anthropic", "/v1/messages",
+			`{"model":"claude-sonnet-4-6","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"What is 6 times 7?"}]}`,
+			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"c\",\"usage\":{\"input_tokens\":5,\"output_tokens\":0}}}\n\n" +
+				"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+				"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"It is \"}}\n\n"},
+		{"responses", "/v1/responses",
+			`{"model":"gpt-4o","stream":true,"input":"What is 6 times 7?"}`,
+			"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r1\",\"object\":\"response\",\"status\":\"in_progress\",\"output\":[]}}\n\n" +
+				"event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{\"type\":\"message\",\"id\":\"o1\",\"role\":\"assistant\",\"content\":[]}}\n\n" +
+				"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"output_index\":0,\"content_index\":0,\"delta\":\"It is \"}\n\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			captured := make(chanCapturer, 1)
+			up := upstreamtest.New(t, scriptedStream(tc.stream))
+			g := mustGateway(t, up, func(c *gatewayConfig) { c.Upstream.Anthropic.BaseURL = up.URL() },
+				Deps{Resolver: identity.New(nil), Capturer: captured})
+			resp, got := g.post(t, tc.path, tc.body, map[string]string{"X-Memory-User": "alice", "X-Memory-Conversation": "c1"})
+			if resp.StatusCode != 200 || string(got) != tc.stream {
+				t.Fatalf("status %d, relayed %q, want the upstream's bytes", resp.StatusCode, got)
+			}
+			// A stream is captured or given up before the client sees
+			// its end.
+			select {
+			case ex := <-captured:
+				t.Fatalf("a stream cut off before its end was captured: reply %s", ex.Reply.Raw)
+			default:
+			}
+			g.waitMetric(t, `memgate_capture_skipped_total{reason="unreadable"} 1`)
+		})
+	}
+}

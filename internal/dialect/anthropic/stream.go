@@ -28,6 +28,11 @@ type Stream struct {
 	lossy bool
 }
 
+// maxStreamBlocks bounds the content blocks of one streamed reply: far
+// more than a reply has, it stops an upstream that streams empty blocks at
+// ever new indices from making the capture hold many times the stream.
+const maxStreamBlocks = 4096
+
 // streamBlock is a content block being reassembled.
 type streamBlock struct {
 	block
@@ -75,7 +80,9 @@ func (s *Stream) Write(p []byte) (int, error) { return s.dec.Write(p) }
 // content_block_delta (text_delta, input_json_delta, thinking_delta,
 // signature_delta; citations_delta carries nothing chat keeps),
 // content_block_stop, message_delta (usage), message_stop, ping. An error
-// event marks the reply failed (see Result).
+// event marks the reply failed (see Result). It fails with
+// memory.ErrInvalid once the stream starts more than maxStreamBlocks
+// blocks.
 func (s *Stream) event(ev sse.Event) error {
 	var e streamEvent
 	if err := json.Unmarshal(ev.Data, &e); err != nil {
@@ -93,6 +100,9 @@ func (s *Stream) event(ev sse.Event) error {
 		}
 		if t := e.ContentBlock.Type; t == "thinking" || t == "redacted_thinking" {
 			s.lossy = s.lossy || !memory.Lossless(ev.Data)
+		}
+		if s.blocks[e.Index] == nil && len(s.blocks) == maxStreamBlocks {
+			return fmt.Errorf("%w: stream has more than %d content blocks", memory.ErrInvalid, maxStreamBlocks)
 		}
 		b := &streamBlock{block: *e.ContentBlock}
 		b.text.WriteString(b.Text)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -129,5 +130,29 @@ func TestErrorBody(t *testing.T) {
 	}
 	if !strings.Contains(string(ErrorBody(404, "", "m", "", "")), "not_found_error") {
 		t.Error("404 is not not_found_error")
+	}
+}
+
+// TestStreamBoundsBlocks: an upstream streaming empty blocks at ever new
+// indices (~90 bytes each, a block of several builders held for each)
+// cannot make the capture hold many times the stream: past maxStreamBlocks
+// blocks the stream is invalid, and no more are held.
+func TestStreamBoundsBlocks(t *testing.T) {
+	for _, n := range []int{maxStreamBlocks, maxStreamBlocks + 1} {
+		var b strings.Builder
+		b.WriteString("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"role\":\"assistant\",\"content\":[]}}\n\n")
+		for i := range n {
+			fmt.Fprintf(&b, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":%d,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n", i*1000)
+		}
+		b.WriteString("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+		s := NewStream(0)
+		s.Write([]byte(b.String()))
+		_, _, err := s.Result()
+		if ok := n <= maxStreamBlocks; ok != (err == nil) || err != nil && !errors.Is(err, memory.ErrInvalid) {
+			t.Errorf("%d blocks: Result error %v, want ok %v (else invalid)", n, err, ok)
+		}
+		if len(s.blocks) > maxStreamBlocks {
+			t.Errorf("%d blocks held, want at most %d", len(s.blocks), maxStreamBlocks)
+		}
 	}
 }

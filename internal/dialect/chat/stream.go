@@ -20,6 +20,7 @@ type Stream struct {
 	reply *StreamReply
 	dec   *sse.Decoder
 	err   error
+	done  bool // the [DONE] sentinel arrived
 }
 
 // NewStream returns a Stream that gives up (every later Write and Result
@@ -27,7 +28,10 @@ type Stream struct {
 func NewStream(limit int64) *Stream {
 	s := &Stream{reply: NewStreamReply()}
 	s.dec = sse.NewDecoder(limit, func(ev sse.Event) error {
-		if p := bytes.TrimSpace(ev.Data); len(p) > 0 && string(p) != "[DONE]" {
+		switch p := bytes.TrimSpace(ev.Data); {
+		case string(p) == "[DONE]":
+			s.done = true
+		case len(p) > 0:
 			return s.reply.AddEvent(ev.Type, p)
 		}
 		return nil
@@ -50,13 +54,21 @@ func (s *Stream) Write(chunk []byte) (int, error) {
 // Result returns the reassembled reply (see StreamReply.Result). A last
 // event the upstream did not end with a blank line still counts. It fails
 // with the error a Write failed with (an event StreamReply rejects, a
-// stream over the limit).
+// stream over the limit), and with memory.ErrInvalid when the stream
+// ended before its end — neither the [DONE] sentinel nor a finish_reason
+// of choice 0 arrived (some upstreams send one without the other), and
+// no error event broke it off — as the Anthropic and Responses streams
+// fail without their terminal events: an upstream cut off mid-answer
+// that still ended its body cleanly must not be stored as a whole reply.
 func (s *Stream) Result() (memory.Message, *memory.Usage, error) {
 	if s.err != nil {
 		return memory.Message{}, nil, fmt.Errorf("chat stream: %w", s.err)
 	}
 	if _, err := s.dec.Write([]byte("\n\n")); err != nil {
 		return memory.Message{}, nil, fmt.Errorf("chat stream: %w", err)
+	}
+	if !s.done && s.reply.FinishReason() == "" && s.reply.Failed() == "" && s.reply.chunks > 0 {
+		return memory.Message{}, nil, fmt.Errorf("%w: chat stream ended before [DONE] or a finish_reason", memory.ErrInvalid)
 	}
 	return s.reply.Result()
 }
@@ -86,6 +98,13 @@ type StreamReply struct {
 	usage        *memory.Usage
 	chunks       int
 }
+
+// maxStreamToolCalls bounds the tool calls of one streamed reply. Far
+// more than any model makes at once, it stops an upstream that streams
+// empty deltas at ever new indices (about 12 bytes each, a ~60-byte call
+// reassembled and a slot held for each) from making a reply that holds and
+// stores many times what the capture cap lets through.
+const maxStreamToolCalls = 1024
 
 // streamCall is a tool call being streamed. Its pieces are joined in
 // builders, so that many small ones cost time linear in their length.
@@ -142,8 +161,9 @@ func NewStreamReply() *StreamReply {
 
 // Add folds in one chunk: data is the JSON payload of one SSE "data:"
 // event (never the [DONE] sentinel). It fails with memory.ErrInvalid on a
-// payload that is not JSON. A chunk carrying an error object marks the reply
-// failed (see AddEvent).
+// payload that is not JSON, or one that brings the reply past
+// maxStreamToolCalls tool calls. A chunk carrying an error object marks
+// the reply failed (see AddEvent).
 func (s *StreamReply) Add(data []byte) error { return s.AddEvent("message", data) }
 
 // AddEvent folds in one SSE event of type typ ("message" for unnamed
@@ -204,6 +224,9 @@ func (s *StreamReply) AddEvent(typ string, data []byte) error {
 				cur = nil
 			}
 			if cur == nil {
+				if len(s.calls) == maxStreamToolCalls {
+					return fmt.Errorf("%w: stream has more than %d tool calls", memory.ErrInvalid, maxStreamToolCalls)
+				}
 				cur = &streamCall{}
 				s.calls[slot] = cur
 				s.next = max(s.next, slot+1)

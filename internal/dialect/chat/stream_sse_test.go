@@ -50,7 +50,37 @@ func TestStreamFailures(t *testing.T) {
 		{Name: "only the sentinel", Stream: []byte("data: [DONE]\n\n"), Want: memory.ErrInvalid},
 		{Name: "a chunk that is not JSON", Stream: append(bytes.Clone(stream[:200]), "\n\ndata: {oops\n\n"...), Want: memory.ErrInvalid},
 		{Name: "over the limit", Stream: stream, Limit: 512, Want: sse.ErrTooLarge},
+		{Name: "ended before finish_reason and [DONE]", Stream: stream[:bytes.Index(stream, []byte(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1764000000,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{},"finish_reason"`))], Want: memory.ErrInvalid},
 	})
+}
+
+// TestStreamEnd: a stream counts as whole once its [DONE] sentinel or
+// choice 0's finish_reason arrived (some upstreams send one without the
+// other); a stream broken off by an error event is the partial reply
+// marked failed. A stream that simply stops before either — an upstream
+// cut off mid-answer that still ended its body cleanly — is not a reply
+// (see TestStreamFailures).
+func TestStreamEnd(t *testing.T) {
+	const first = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Forty\"}}]}\n\n"
+	tests := []struct {
+		name, stream, want string
+		failed             bool
+	}{
+		{"[DONE] without finish_reason", first + "data: [DONE]\n\n", "Forty", false},
+		{"finish_reason without [DONE]", first + "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"-two\"},\"finish_reason\":\"stop\"}]}\n\n", "Forty-two", false},
+		{"error event without either", first + "data: {\"error\":{\"message\":\"overloaded\"}}\n\n", "Forty", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _, err := dialecttest.Feed(chat.NewStream(0), []byte(tc.stream), 7).Result()
+			if err != nil {
+				t.Fatalf("Result: %v", err)
+			}
+			if got.Content != tc.want || got.Failed() != tc.failed {
+				t.Fatalf("reply %s, want content %q failed %v", got.Raw, tc.want, tc.failed)
+			}
+		})
+	}
 }
 
 // TestStreamKeepsOpenRouterReasoningDetails: OpenRouter streams a

@@ -2,8 +2,10 @@ package chat
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -229,4 +231,60 @@ func streamedCalls(t *testing.T, chunks [][]byte) (got struct {
 		t.Fatal(err)
 	}
 	return got
+}
+
+// TestStreamReplyBoundsToolCalls: an upstream streaming empty tool-call
+// deltas at ever new indices (each ~12 bytes that reassemble into a ~60
+// byte call, and a slot held in memory) cannot make a reply that holds and
+// stores many times what it sent: past maxStreamToolCalls distinct calls
+// the stream is rejected as invalid, however the indices are spread
+// (one chunk or many, indices up to 1e9), and no more slots are held.
+func TestStreamReplyBoundsToolCalls(t *testing.T) {
+	manyInOneChunk := func(n, step int) [][]byte {
+		var b strings.Builder
+		b.WriteString(`{"choices":[{"index":0,"delta":{"tool_calls":[`)
+		for i := range n {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `{"index":%d}`, i*step)
+		}
+		b.WriteString(`]}}]}`)
+		return [][]byte{[]byte(b.String())}
+	}
+	chunkPerCall := func(n, step int) [][]byte {
+		chunks := make([][]byte, n)
+		for i := range chunks {
+			chunks[i] = fmt.Appendf(nil, `{"choices":[{"index":0,"delta":{"tool_calls":[{"index":%d}]}}]}`, i*step)
+		}
+		return chunks
+	}
+	tests := []struct {
+		name   string
+		chunks [][]byte
+		ok     bool
+	}{
+		{"the limit in one chunk", manyInOneChunk(maxStreamToolCalls, 1), true},
+		{"past the limit in one chunk", manyInOneChunk(maxStreamToolCalls+1, 1), false},
+		{"past the limit, a chunk each, indices 1e6 apart", chunkPerCall(maxStreamToolCalls+1, 1_000_000), false},
+		{"past the limit, ids at one index", manyCallsAtOneIndex(maxStreamToolCalls + 1), false},
+		{"a huge index", [][]byte{[]byte(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1000000000,"id":"c","function":{"name":"f","arguments":"{}"}}]}}]}`)}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStreamReply()
+			var err error
+			for _, c := range tc.chunks {
+				if err = s.Add(c); err != nil {
+					break
+				}
+			}
+			if tc.ok != (err == nil) || err != nil && !errors.Is(err, memory.ErrInvalid) {
+				t.Fatalf("Add error %v, want ok %v (else invalid)", err, tc.ok)
+			}
+			if len(s.calls) > maxStreamToolCalls {
+				t.Fatalf("%d tool calls held, want at most %d", len(s.calls), maxStreamToolCalls)
+			}
+		})
+	}
 }

@@ -15,12 +15,22 @@ import (
 // io.Writer fed the raw event stream, in whatever pieces the relay copies
 // it, and never holds more than its limit. It is used by one goroutine.
 type Stream struct {
-	dec    *sse.Decoder
-	items  map[int]*streamItem
+	dec   *sse.Decoder
+	items map[int]*streamItem
+	// parts counts the items and the text and summary builders held;
+	// over marks a stream that went past maxStreamParts.
+	parts  int
+	over   bool
 	final  *response
 	failed string // why the response failed, when it did
 	err    error
 }
+
+// maxStreamParts bounds the output items, texts and summaries of one
+// streamed reply: far more than a reply has, it stops an upstream that
+// streams empty deltas at ever new indices from making the capture hold
+// many times the stream.
+const maxStreamParts = 4096
 
 // streamItem is an output item being reassembled from its events.
 type streamItem struct {
@@ -59,24 +69,43 @@ func NewStream(limit int64) *Stream {
 // Write feeds the next piece of the event stream.
 func (s *Stream) Write(p []byte) (int, error) { return s.dec.Write(p) }
 
-// at returns the item at an output index, creating it.
+// at returns the item at an output index, creating it; past
+// maxStreamParts it returns one not held, and marks the stream over.
 func (s *Stream) at(i int) *streamItem {
 	it := s.items[i]
 	if it == nil {
 		it = &streamItem{texts: map[int]*strings.Builder{}, summaries: map[int]*strings.Builder{}}
+		if !s.hold() {
+			return it
+		}
 		s.items[i] = it
 	}
 	return it
 }
 
-// builder returns the builder for index i of m, creating it.
-func builder(m map[int]*strings.Builder, i int) *strings.Builder {
+// builder returns the builder for index i of m, creating it; past
+// maxStreamParts it returns one not held, and marks the stream over.
+func (s *Stream) builder(m map[int]*strings.Builder, i int) *strings.Builder {
 	b := m[i]
 	if b == nil {
 		b = &strings.Builder{}
+		if !s.hold() {
+			return b
+		}
 		m[i] = b
 	}
 	return b
+}
+
+// hold counts one more part held, and reports whether it may be: past
+// maxStreamParts it marks the stream over instead.
+func (s *Stream) hold() bool {
+	if s.parts == maxStreamParts {
+		s.over = true
+		return false
+	}
+	s.parts++
+	return true
 }
 
 // event folds in one event: output items as added, their text, refusal,
@@ -85,7 +114,8 @@ func builder(m map[int]*strings.Builder, i int) *strings.Builder {
 // when the provider includes it) at response.completed or
 // response.incomplete. response.failed and error mark the reply failed
 // (see Result); other events (created, in_progress, content_part.*) carry
-// nothing more.
+// nothing more. It fails with memory.ErrInvalid once the stream opens more
+// than maxStreamParts items, texts and summaries.
 func (s *Stream) event(ev sse.Event) error {
 	var e streamEvent
 	if err := json.Unmarshal(ev.Data, &e); err != nil {
@@ -100,10 +130,10 @@ func (s *Stream) event(ev sse.Event) error {
 		it.item = *e.Item
 		it.done = e.Type == "response.output_item.done"
 	case "response.output_text.delta":
-		builder(s.at(e.OutputIndex).texts, e.ContentIndex).WriteString(e.Delta)
+		s.builder(s.at(e.OutputIndex).texts, e.ContentIndex).WriteString(e.Delta)
 	case "response.output_text.done":
 		if e.Text != nil {
-			b := builder(s.at(e.OutputIndex).texts, e.ContentIndex)
+			b := s.builder(s.at(e.OutputIndex).texts, e.ContentIndex)
 			b.Reset()
 			b.WriteString(*e.Text)
 		}
@@ -127,10 +157,10 @@ func (s *Stream) event(ev sse.Event) error {
 			it.sawArgs = true
 		}
 	case "response.reasoning_summary_text.delta":
-		builder(s.at(e.OutputIndex).summaries, e.SummaryIndex).WriteString(e.Delta)
+		s.builder(s.at(e.OutputIndex).summaries, e.SummaryIndex).WriteString(e.Delta)
 	case "response.reasoning_summary_text.done":
 		if e.Text != nil {
-			b := builder(s.at(e.OutputIndex).summaries, e.SummaryIndex)
+			b := s.builder(s.at(e.OutputIndex).summaries, e.SummaryIndex)
 			b.Reset()
 			b.WriteString(*e.Text)
 		}
@@ -144,6 +174,9 @@ func (s *Stream) event(ev sse.Event) error {
 		s.fail(failure(e.Response))
 	case "error":
 		s.fail(cmp.Or(e.Message, "upstream error event"))
+	}
+	if s.over {
+		return fmt.Errorf("%w: stream has more than %d output items, texts and summaries", memory.ErrInvalid, maxStreamParts)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package responses
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -97,6 +98,39 @@ func TestStreamFailureKeepsThePartialReply(t *testing.T) {
 		msg, _, err := dialecttest.Feed(NewStream(0), append(bytes.Clone(cut), tt.event...), 64).Result()
 		if err != nil || !msg.Failed() || !strings.Contains(string(msg.Raw), tt.reason) || msg.Fingerprint() != whole.Fingerprint() {
 			t.Errorf("%s: Result %s, %v; want the reply so far (%s) marked failed with %q", tt.name, msg.Raw, err, whole.Raw, tt.reason)
+		}
+	}
+}
+
+// TestStreamBoundsParts: an upstream streaming empty deltas at ever new
+// output or content indices (~80 bytes each, an item or a builder held for
+// each) cannot make the capture hold many times the stream: past
+// maxStreamParts items and texts the stream is invalid, and no more are
+// held.
+func TestStreamBoundsParts(t *testing.T) {
+	spread := map[string]string{
+		"output_index":  `{"type":"response.output_text.delta","output_index":%d,"content_index":0,"delta":""}`,
+		"content_index": `{"type":"response.output_text.delta","output_index":0,"content_index":%d,"delta":""}`,
+		"summary_index": `{"type":"response.reasoning_summary_text.delta","output_index":0,"summary_index":%d,"delta":""}`,
+	}
+	for name, event := range spread {
+		for _, n := range []int{maxStreamParts / 2, maxStreamParts + 1} {
+			var b strings.Builder
+			for i := range n {
+				b.WriteString("data: ")
+				fmt.Fprintf(&b, event, i*1000)
+				b.WriteString("\n\n")
+			}
+			b.WriteString("data: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"object\":\"response\",\"status\":\"completed\",\"output\":[]}}\n\n")
+			s := NewStream(0)
+			s.Write([]byte(b.String()))
+			_, _, err := s.Result()
+			if ok := n <= maxStreamParts/2; ok != (err == nil) || err != nil && !errors.Is(err, memory.ErrInvalid) {
+				t.Errorf("%s, %d events: Result error %v, want ok %v (else invalid)", name, n, err, ok)
+			}
+			if s.parts > maxStreamParts {
+				t.Errorf("%s: %d parts held, want at most %d", name, s.parts, maxStreamParts)
+			}
 		}
 	}
 }
