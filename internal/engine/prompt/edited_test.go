@@ -317,16 +317,7 @@ func TestPrepareLeavesOutWhatAnEditUnsays(t *testing.T) {
 				t.Fatal(err)
 			}
 			text := joined(p)
-			for _, s := range tc.shown {
-				if !strings.Contains(text, s) {
-					t.Errorf("%q is not shown:\n%s", s, text)
-				}
-			}
-			for _, s := range tc.leftOut {
-				if strings.Contains(text, s) {
-					t.Errorf("%q is shown:\n%s", s, text)
-				}
-			}
+			checkShown(t, text, tc.shown, tc.leftOut)
 		})
 	}
 }
@@ -506,11 +497,7 @@ func TestPrepareLeavesOutWhatAnEditOfANewMessageUnsays(t *testing.T) {
 						t.Errorf("%q is not shown:\n%s", s, text)
 					}
 				}
-				for _, s := range tc.leftOut {
-					if strings.Contains(text, s) {
-						t.Errorf("%q is shown:\n%s", s, text)
-					}
-				}
+				checkShown(t, text, nil, tc.leftOut)
 			})
 		}
 	}
@@ -626,16 +613,23 @@ func TestPrepareJudgesACutHistoryByItsHead(t *testing.T) {
 				t.Fatal(err)
 			}
 			text := joined(p)
-			for _, s := range tc.shown {
-				if !strings.Contains(text, s) {
-					t.Errorf("%q is not shown:\n%s", s, text)
-				}
-			}
-			for _, s := range tc.leftOut {
-				if strings.Contains(text, s) {
-					t.Errorf("%q is shown:\n%s", s, text)
-				}
-			}
+			checkShown(t, text, tc.shown, tc.leftOut)
 		})
+	}
+}
+
+// checkShown fails t for each of shown that text lacks and each of
+// leftOut that it holds.
+func checkShown(t *testing.T, text string, shown, leftOut []string) {
+	t.Helper()
+	for _, s := range shown {
+		if !strings.Contains(text, s) {
+			t.Errorf("%q is not shown:\n%s", s, text)
+		}
+	}
+	for _, s := range leftOut {
+		if strings.Contains(text, s) {
+			t.Errorf("%q is shown:\n%s", s, text)
+		}
 	}
 }
