@@ -3,6 +3,7 @@ package prompt
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -40,6 +41,47 @@ func (a *Assembler) head(ctx context.Context, rev *memory.Revisions, id memory.I
 		return nil, fmt.Errorf("read the conversation's first messages: %w", err)
 	}
 	return held, nil
+}
+
+// headRead is the read of a conversation's first messages (head) for a
+// full-history request's edit check, made at most once: started while the
+// other parts load, as soon as one shows the check is needed (start), and
+// waited for by whichever needs its result (wait). A read started for a
+// check the loaded memory then does not need is left to its context.
+type headRead struct {
+	once sync.Once
+	read func() ([]memory.Held, error)
+	done chan struct{}
+	held []memory.Held
+	err  error
+}
+
+// newHeadRead returns a headRead that reads with read, not yet started.
+func newHeadRead(read func() ([]memory.Held, error)) *headRead {
+	return &headRead{read: read, done: make(chan struct{})}
+}
+
+// start starts the read unless it is under way.
+func (h *headRead) start() {
+	h.once.Do(func() {
+		go func() {
+			h.held, h.err = h.read()
+			close(h.done)
+		}()
+	})
+}
+
+// wait starts the read unless it is under way and returns its result, or
+// ctx's error if ctx ends first. The slice is shared and must not be
+// written to.
+func (h *headRead) wait(ctx context.Context) ([]memory.Held, error) {
+	h.start()
+	select {
+	case <-h.done:
+		return h.held, h.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("read the conversation's first messages: %w", ctx.Err())
+	}
 }
 
 // judged returns the parts of held (a conversation's first live

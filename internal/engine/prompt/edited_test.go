@@ -531,6 +531,7 @@ func TestPrepareReadsNoHeadForNothingToLeaveOut(t *testing.T) {
 		{"another conversation's fact", []memory.Fact{{Key: "k", Value: "v", Pinned: true, Mentions: 1, Conversation: "d", Source: "y:1"}}, 0},
 		{"a fact stated twice", []memory.Fact{{Key: "k", Value: "v", Pinned: true, Mentions: 2, Conversation: "c", Source: "x:2"}}, 0},
 		{"a fact of the API", []memory.Fact{{Key: "k", Value: "v", Pinned: true, Mentions: 1}}, 0},
+		{"an unpinned fact stated once here, no recall", []memory.Fact{{Key: "k", Value: "v", Mentions: 1, Conversation: "c", Source: "x:2"}}, 0},
 		{"a fact stated once here", []memory.Fact{{Key: "k", Value: "v", Pinned: true, Mentions: 1, Conversation: "c", Source: "x:2"}}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

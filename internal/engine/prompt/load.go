@@ -59,11 +59,6 @@ type partResult struct {
 	// edited: the summary was left out, the resent history edits what it
 	// covers (editsSummary).
 	edited bool
-	// checked: the conversation's first messages were read to check the
-	// resent history against (head), whatever the outcome; held are
-	// they.
-	checked bool
-	held    []memory.Held
 	// unsaid: see loaded.unsaid.
 	unsaid  map[string]bool
 	stored  []memory.Message
@@ -102,6 +97,20 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 		rev = a.revisions(ctx, req.Tenant, req.User, storeDL)
 	}
 	ld.rev = rev
+	// The edit check's read of the conversation's first messages (head),
+	// for a full-history request: started while the parts load once one
+	// of them shows it is needed (kept recall blocks, a summary, a fact
+	// the conversation stated once), so that it does not follow them.
+	var hr *headRead
+	kept := false
+	if fullHistory && conv && a.deps.Heads != nil {
+		hctx, cancel := context.WithDeadline(ctx, storeDL)
+		defer cancel()
+		hr = newHeadRead(func() ([]memory.Held, error) { return a.head(hctx, rev, req.Identity) })
+		if kept = a.keptFor(req, rev); kept {
+			hr.start()
+		}
+	}
 	results := make(chan partResult, 4)
 	pending := map[string]bool{}
 	run := func(part string, deadline time.Time, f func(ctx context.Context, r *partResult) error) {
@@ -126,15 +135,13 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 			if err != nil {
 				return err
 			}
-			if fullHistory && a.deps.Heads != nil {
+			if hr != nil {
 				// The request's save will drop a summary of messages its
 				// history edits: its own prompt goes without it.
-				r.checked = true
-				held, err := a.head(ctx, rev, req.Identity)
+				held, err := hr.wait(ctx)
 				if err != nil {
 					return err
 				}
-				r.held = held
 				held, client, all := a.judged(held, earlier, rest)
 				if editsSummary(held, s.ToSeq, client, a.deps.StoredForm) {
 					r.edited, r.unsaid = true, unsaid(held, all, a.deps.StoredForm)
@@ -159,6 +166,11 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 			for _, f := range fs {
 				if !f.Current(now) {
 					continue
+				}
+				if hr != nil && (f.Pinned || a.deps.Recaller != nil) && statedOnce(f, req.Conversation) {
+					// A fact the prompt may show (pinned, or recall may
+					// give it) that an edit could take back.
+					hr.start()
 				}
 				if f.Pinned {
 					r.facts = append(r.facts, f)
@@ -256,18 +268,13 @@ wait:
 			part(partFacts)
 		}
 	}
-	if fullHistory && conv && a.deps.Heads != nil && !ld.summaryEdited && ld.mayShowUnsaid(req.Conversation, a.keptFor(req, rev)) {
+	if hr != nil && !ld.summaryEdited && ld.mayShowUnsaid(req.Conversation, kept) {
 		// An edit the summary's check did not find (of a message it does
 		// not cover, or in a chat without one) takes back what the old
-		// text of the user's said too. The messages the summary's check
-		// read serve; without them they are read now.
-		r := got[partSummary]
-		held, err := r.held, error(nil)
-		if !r.checked {
-			dctx, cancel := context.WithDeadline(ctx, storeDL)
-			held, err = a.head(dctx, rev, req.Identity)
-			cancel()
-		}
+		// text of the user's said too. The read started while the parts
+		// loaded serves; without one (only a recalled passage asks for
+		// it) it is read now.
+		held, err := hr.wait(ctx)
 		if err != nil {
 			// Unknown: the prompt is what it would be without the check;
 			// the request's save still retracts what an edit unsays.
@@ -328,9 +335,16 @@ func (ld *loaded) withoutUnsaid(conv string) {
 // recalled blocks of its resent turns (keepsRecall). A request whose
 // memory holds none of these reads nothing to find out.
 func (ld *loaded) mayShowUnsaid(conv string, kept bool) bool {
-	once := func(f memory.Fact) bool { return f.Conversation == conv && f.Mentions <= 1 && f.Source != "" }
+	once := func(f memory.Fact) bool { return statedOnce(f, conv) }
 	return kept || slices.ContainsFunc(ld.facts, once) || slices.ContainsFunc(ld.current, once) ||
 		slices.ContainsFunc(ld.items, func(it memory.Item) bool { return it.Conversation == conv && it.Kind != "summary" })
+}
+
+// statedOnce reports whether f is a fact of conv stated by one message of
+// it (Mentions at most one, a Source): one an edit of that message takes
+// back.
+func statedOnce(f memory.Fact, conv string) bool {
+	return f.Conversation == conv && f.Mentions <= 1 && f.Source != ""
 }
 
 // keptFor reports whether req's resent turns would be rendered with
