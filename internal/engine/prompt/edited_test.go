@@ -140,15 +140,6 @@ func TestPrepareLeavesOutTheSummaryAnEditChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raws := func(history []memory.Message, q string) []string {
-		var out []string
-		for _, m := range history {
-			raw, _ := json.Marshal(map[string]string{"role": m.Role, "content": m.Content + strings.Repeat(" padding", 10)})
-			out = append(out, string(raw))
-		}
-		raw, _ := json.Marshal(map[string]string{"role": "user", "content": q})
-		return append(out, string(raw))
-	}
 	resend := func(history []memory.Message) []memory.Message {
 		out := make([]memory.Message, len(history))
 		for i, m := range history {
@@ -169,9 +160,9 @@ func TestPrepareLeavesOutTheSummaryAnEditChanges(t *testing.T) {
 		req         memory.Request
 		wantSummary bool
 	}{
-		{"resent unchanged", request(t, memory.ModeOn, raws(stored, "next?")...), true},
-		{"resent edited", request(t, memory.ModeOn, raws(edited, "next?")...), false},
-		{"newest turn only", request(t, memory.ModeOn, raws(nil, "next?")...), true},
+		{"resent unchanged", request(t, memory.ModeOn, rawTurns(padded, "next?")...), true},
+		{"resent edited", request(t, memory.ModeOn, rawTurns(resend(edited), "next?")...), false},
+		{"newest turn only", request(t, memory.ModeOn, rawTurns(nil, "next?")...), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := a.Prepare(context.Background(), tc.req)
@@ -288,15 +279,6 @@ func TestPrepareLeavesOutWhatAnEditUnsays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raws := func(history []memory.Message, q string) []string {
-		var out []string
-		for _, m := range history {
-			raw, _ := json.Marshal(map[string]string{"role": m.Role, "content": m.Content})
-			out = append(out, string(raw))
-		}
-		raw, _ := json.Marshal(map[string]string{"role": "user", "content": q})
-		return append(out, string(raw))
-	}
 	edited := slices.Clone(stored)
 	edited[2].Content = "my phone is private"
 	kept := []string{"555-0101", "555-0102", "555-0103", "PASSAGE OF ANOTHER CHAT"}
@@ -308,8 +290,8 @@ func TestPrepareLeavesOutWhatAnEditUnsays(t *testing.T) {
 		leftOut []string
 	}{
 		// The summary, of messages all in view, is not needed.
-		{"resent unchanged", request(t, memory.ModeOn, raws(stored, "next?")...), append(slices.Clone(kept), gone[0], gone[2], gone[3]), nil},
-		{"resent edited", request(t, memory.ModeOn, raws(edited, "next?")...), kept, gone},
+		{"resent unchanged", request(t, memory.ModeOn, rawTurns(stored, "next?")...), append(slices.Clone(kept), gone[0], gone[2], gone[3]), nil},
+		{"resent edited", request(t, memory.ModeOn, rawTurns(edited, "next?")...), kept, gone},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := a.Prepare(context.Background(), tc.req)
@@ -350,22 +332,6 @@ func TestPrepareShowsNoKeptBlockToAnEdit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raws := func(history []memory.Message, more ...string) []string {
-		var out []string
-		for _, m := range history {
-			raw, _ := json.Marshal(map[string]string{"role": m.Role, "content": m.Content})
-			out = append(out, string(raw))
-		}
-		for i, s := range more {
-			role := "user"
-			if i%2 == 1 {
-				role = "assistant"
-			}
-			raw, _ := json.Marshal(map[string]string{"role": role, "content": s})
-			out = append(out, string(raw))
-		}
-		return out
-	}
 	prep := func(raws []string) string {
 		t.Helper()
 		p, err := a.Prepare(context.Background(), request(t, memory.ModeOn, raws...))
@@ -374,16 +340,16 @@ func TestPrepareShowsNoKeptBlockToAnEdit(t *testing.T) {
 		}
 		return joined(p)
 	}
-	if p := prep(raws(stored, "What is my phone number?")); !strings.Contains(p, "Earlier: my phone is 555-0100.") {
+	if p := prep(rawTurns(stored, "What is my phone number?")); !strings.Contains(p, "Earlier: my phone is 555-0100.") {
 		t.Fatalf("the asking turn recalled nothing:\n%s", p)
 	}
 	items = nil // later requests recall nothing: what they show of the old text is the kept block
-	if p := prep(raws(stored, "What is my phone number?", "It is 555-0100.", "Thanks.")); !strings.Contains(p, "Earlier: my phone is 555-0100.") {
+	if p := prep(rawTurns(stored, "What is my phone number?", "It is 555-0100.", "Thanks.")); !strings.Contains(p, "Earlier: my phone is 555-0100.") {
 		t.Fatalf("a resent turn is not shown with its kept block:\n%s", p)
 	}
 	edited := slices.Clone(stored)
 	edited[2].Content = "my phone is private"
-	if p := prep(raws(edited, "What is my phone number?", "I do not know it.", "Thanks.")); strings.Contains(p, "555-0100") {
+	if p := prep(rawTurns(edited, "What is my phone number?", "I do not know it.", "Thanks.")); strings.Contains(p, "555-0100") {
 		t.Fatalf("the request carrying the edit is shown the old number in a kept block:\n%s", p)
 	}
 }
@@ -422,15 +388,6 @@ func TestPrepareLeavesOutWhatAnEditOfANewMessageUnsays(t *testing.T) {
 	rec := recallFunc(func(context.Context, memory.RecallQuery) (memory.Recalled, error) {
 		return memory.Recalled{Facts: facts, Items: items}, nil
 	})
-	raws := func(history []memory.Message, q string) []string {
-		var out []string
-		for _, m := range history {
-			raw, _ := json.Marshal(map[string]string{"role": m.Role, "content": m.Content})
-			out = append(out, string(raw))
-		}
-		raw, _ := json.Marshal(map[string]string{"role": "user", "content": q})
-		return append(out, string(raw))
-	}
 	edited := slices.Clone(stored)
 	edited[6].Content = "my phone is private"
 	// The summary ending before the edit is shown (its history
@@ -455,11 +412,11 @@ func TestPrepareLeavesOutWhatAnEditOfANewMessageUnsays(t *testing.T) {
 			shown   []string
 			leftOut []string
 		}{
-			{"resent unchanged", request(t, memory.ModeOn, raws(stored, "next?")...), append(slices.Clone(kept), gone[0]), nil},
-			{"resent edited", request(t, memory.ModeOn, raws(edited, "next?")...), kept, gone},
-			{"a reply resent changed", request(t, memory.ModeOn, raws(changedReply, "next?")...), append(slices.Clone(kept), gone...), nil},
+			{"resent unchanged", request(t, memory.ModeOn, rawTurns(stored, "next?")...), append(slices.Clone(kept), gone[0]), nil},
+			{"resent edited", request(t, memory.ModeOn, rawTurns(edited, "next?")...), kept, gone},
+			{"a reply resent changed", request(t, memory.ModeOn, rawTurns(changedReply, "next?")...), append(slices.Clone(kept), gone...), nil},
 			// The stored turns show the message; its passage is not repeated.
-			{"newest turn only", request(t, memory.ModeOn, raws(nil, "next?")...), append(slices.Clone(kept[:4]), gone[0]), nil},
+			{"newest turn only", request(t, memory.ModeOn, rawTurns(nil, "next?")...), append(slices.Clone(kept[:4]), gone[0]), nil},
 		} {
 			t.Run(sum.name+"/"+tc.name, func(t *testing.T) {
 				mem := &fakeMemory{stored: stored, facts: facts, summary: sum.summary}
@@ -513,15 +470,6 @@ func TestPrepareReadsNoHeadForNothingToLeaveOut(t *testing.T) {
 	for i := range stored {
 		stored[i].Key = fmt.Sprintf("x:%d", i)
 	}
-	raws := func(history []memory.Message, q string) []string {
-		var out []string
-		for _, m := range history {
-			raw, _ := json.Marshal(map[string]string{"role": m.Role, "content": m.Content})
-			out = append(out, string(raw))
-		}
-		raw, _ := json.Marshal(map[string]string{"role": "user", "content": q})
-		return append(out, string(raw))
-	}
 	for _, tc := range []struct {
 		name  string
 		facts []memory.Fact
@@ -542,7 +490,7 @@ func TestPrepareReadsNoHeadForNothingToLeaveOut(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := a.Prepare(context.Background(), request(t, memory.ModeOn, raws(stored, "next?")...)); err != nil {
+			if _, err := a.Prepare(context.Background(), request(t, memory.ModeOn, rawTurns(stored, "next?")...)); err != nil {
 				t.Fatal(err)
 			}
 			if heads.reads != tc.reads {
@@ -579,15 +527,6 @@ func TestPrepareJudgesACutHistoryByItsHead(t *testing.T) {
 			Mentions: 1, Conversation: "c", Source: source}
 	}
 	facts := []memory.Fact{fact("phone", "555-0100", history[late].Key), fact("city", "Lisbon", history[early].Key)}
-	raws := func(msgs []memory.Message) []string {
-		var out []string
-		for _, m := range msgs {
-			raw, _ := json.Marshal(map[string]string{"role": m.Role, "content": m.Content})
-			out = append(out, string(raw))
-		}
-		raw, _ := json.Marshal(map[string]string{"role": "user", "content": "next?"})
-		return append(out, string(raw))
-	}
 	edited := slices.Clone(history)
 	edited[early].Content = "my city is a secret"
 	summary := &memory.Summary{Version: 1, FromSeq: 1, ToSeq: stored[len(stored)-2].Seq, Text: "THE SUMMARY", Summariser: memory.SummariserModel}
@@ -609,7 +548,7 @@ func TestPrepareJudgesACutHistoryByItsHead(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := a.Prepare(context.Background(), request(t, memory.ModeOn, raws(tc.msgs)...))
+			p, err := a.Prepare(context.Background(), request(t, memory.ModeOn, rawTurns(tc.msgs, "next?")...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -633,4 +572,23 @@ func checkShown(t *testing.T, text string, shown, leftOut []string) {
 			t.Errorf("%q is shown:\n%s", s, text)
 		}
 	}
+}
+
+// rawTurns renders history, then more as turns alternating from the user's,
+// as the raw Chat Completions messages a client resends (role and content).
+func rawTurns(history []memory.Message, more ...string) []string {
+	var out []string
+	for _, m := range history {
+		raw, _ := json.Marshal(map[string]string{"role": m.Role, "content": m.Content})
+		out = append(out, string(raw))
+	}
+	for i, s := range more {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		raw, _ := json.Marshal(map[string]string{"role": role, "content": s})
+		out = append(out, string(raw))
+	}
+	return out
 }

@@ -2,7 +2,6 @@ package prompt
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -40,15 +39,6 @@ func TestPrepareReadsTheHeadWhileTheOtherPartsLoad(t *testing.T) {
 	stored[2].Content = "my phone is 555-0100"
 	fact := memory.Fact{Type: memory.FactPreference, Key: "phone", Value: "555-0100", Pinned: true, Confidence: 1,
 		Mentions: 1, Conversation: "c", Source: "x:2"}
-	raws := func(history []memory.Message) []string {
-		var out []string
-		for _, m := range history {
-			raw, _ := json.Marshal(map[string]string{"role": m.Role, "content": m.Content})
-			out = append(out, string(raw))
-		}
-		raw, _ := json.Marshal(map[string]string{"role": "user", "content": "next?"})
-		return append(out, string(raw))
-	}
 	edited := slices.Clone(stored)
 	edited[2].Content = "my phone is a secret"
 	summary := &memory.Summary{Version: 1, FromSeq: 1, ToSeq: 2, Text: "THE SUMMARY", Summariser: memory.SummariserModel}
@@ -79,7 +69,7 @@ func TestPrepareReadsTheHeadWhileTheOtherPartsLoad(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := a.Prepare(context.Background(), request(t, memory.ModeOn, raws(tc.msgs)...))
+			p, err := a.Prepare(context.Background(), request(t, memory.ModeOn, rawTurns(tc.msgs, "next?")...))
 			if err != nil {
 				t.Fatal(err)
 			}
