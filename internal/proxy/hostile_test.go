@@ -375,14 +375,7 @@ func TestStreamEndedBeforeItsEndNotStored(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			captured := make(chanCapturer, 1)
-			up := upstreamtest.New(t, scriptedStream(tc.stream))
-			g := mustGateway(t, up, func(c *gatewayConfig) { c.Upstream.Anthropic.BaseURL = up.URL() },
-				Deps{Resolver: identity.New(nil), Capturer: captured})
-			resp, got := g.post(t, tc.path, tc.body, map[string]string{"X-Memory-User": "alice", "X-Memory-Conversation": "c1"})
-			if resp.StatusCode != 200 || string(got) != tc.stream {
-				t.Fatalf("status %d, relayed %q, want the upstream's bytes", resp.StatusCode, got)
-			}
+			g, captured := relayScripted(t, tc.path, tc.body, tc.stream)
 			// A stream is captured or given up before the client sees
 			// its end.
 			select {

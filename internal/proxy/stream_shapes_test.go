@@ -21,6 +21,23 @@ func scriptedStream(body string) http.Handler {
 	})
 }
 
+// relayScripted posts body to path for alice in conversation c1 through a
+// gateway whose upstream (OpenAI and Anthropic alike) answers with stream,
+// and fails t unless the client got stream byte for byte with a 200. It
+// returns the gateway and the channel its Capturer sends to.
+func relayScripted(t *testing.T, path, body, stream string) (*gateway, chanCapturer) {
+	t.Helper()
+	captured := make(chanCapturer, 1)
+	up := upstreamtest.New(t, scriptedStream(stream))
+	g := mustGateway(t, up, func(c *gatewayConfig) { c.Upstream.Anthropic.BaseURL = up.URL() },
+		Deps{Resolver: identity.New(nil), Capturer: captured})
+	resp, got := g.post(t, path, body, map[string]string{"X-Memory-User": "alice", "X-Memory-Conversation": "c1"})
+	if resp.StatusCode != 200 || string(got) != stream {
+		t.Fatalf("status %d, relayed %q, want the upstream's bytes", resp.StatusCode, got)
+	}
+	return g, captured
+}
+
 // TestCaptureOfProviderStreamShapes: stream shapes some providers send are
 // captured, relayed byte for byte.
 func TestCaptureOfProviderStreamShapes(t *testing.T) {
@@ -51,13 +68,7 @@ func TestCaptureOfProviderStreamShapes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			captured := make(chanCapturer, 1)
-			up := upstreamtest.New(t, scriptedStream(tc.body))
-			g := mustGateway(t, up, nil, Deps{Resolver: identity.New(nil), Capturer: captured})
-			resp, got := g.post(t, "/v1/chat/completions", streamChat, map[string]string{"X-Memory-User": "alice", "X-Memory-Conversation": "c1"})
-			if resp.StatusCode != 200 || string(got) != tc.body {
-				t.Fatalf("status %d, relayed %q, want the upstream's bytes", resp.StatusCode, got)
-			}
+			_, captured := relayScripted(t, "/v1/chat/completions", streamChat, tc.body)
 			ex := wait(t, captured, "capture")
 			if len(ex.Turn) != 1 || ex.Turn[0].Content != "What is 6 times 7?" {
 				t.Fatalf("turn %+v: the user's turn must be stored", ex.Turn)
@@ -136,14 +147,7 @@ func TestMidStreamErrorKeepsTheTurn(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			captured := make(chanCapturer, 1)
-			up := upstreamtest.New(t, scriptedStream(tc.stream))
-			g := mustGateway(t, up, func(c *gatewayConfig) { c.Upstream.Anthropic.BaseURL = up.URL() },
-				Deps{Resolver: identity.New(nil), Capturer: captured})
-			resp, got := g.post(t, tc.path, tc.body, map[string]string{"X-Memory-User": "alice", "X-Memory-Conversation": "c1"})
-			if resp.StatusCode != 200 || string(got) != tc.stream {
-				t.Fatalf("status %d, relayed %q, want the upstream's bytes", resp.StatusCode, got)
-			}
+			_, captured := relayScripted(t, tc.path, tc.body, tc.stream)
 			ex := wait(t, captured, "capture")
 			if len(ex.Turn) != 1 || ex.Turn[0].Content != "What is 6 times 7?" {
 				t.Fatalf("turn %+v: the user's turn must be stored", ex.Turn)
