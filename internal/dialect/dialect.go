@@ -314,14 +314,11 @@ func resendsHistory(msgs []memory.Message) bool {
 // headers. Any other value of either is a 400 naming the header: a value
 // memgate cannot read must not recall what the client asked to keep out.
 func Headers(h http.Header, req memory.Request) (memory.Request, *apierr.Error) {
-	switch strings.ToLower(strings.TrimSpace(h.Get("X-Memory-Cross"))) {
-	case "", "on", "true", "1":
-		req.CrossConversation = true
-	case "off", "false", "0":
-		req.CrossConversation = false
-	default:
-		return req, apierr.Invalid("X-Memory-Cross", "X-Memory-Cross must be on or off.")
+	cross, aerr := OnOff(h, "X-Memory-Cross", true)
+	if aerr != nil {
+		return req, aerr
 	}
+	req.CrossConversation = cross
 	if v := h.Get("X-Memory-Budget"); v != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 1 {
@@ -330,6 +327,23 @@ func Headers(h http.Header, req memory.Request) (memory.Request, *apierr.Error) 
 		req.Budget = n
 	}
 	return req, nil
+}
+
+// OnOff reads the on/off header name of h: on, true or 1 is true; off,
+// false or 0 is false, in any case and with spaces around; absent or empty
+// it is unset. Any other value is a 400 naming the header
+// (apierr.Invalid), never read as either: a value memgate cannot read must
+// not turn on or off what the client did not ask for.
+func OnOff(h http.Header, name string, unset bool) (bool, *apierr.Error) {
+	switch strings.ToLower(strings.TrimSpace(h.Get(name))) {
+	case "":
+		return unset, nil
+	case "on", "true", "1":
+		return true, nil
+	case "off", "false", "0":
+		return false, nil
+	}
+	return false, apierr.Invalid(name, name+" must be on or off.")
 }
 
 // Render returns the body to send upstream for p, the memory core's answer

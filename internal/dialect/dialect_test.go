@@ -418,3 +418,49 @@ func TestHeadersCross(t *testing.T) {
 		})
 	}
 }
+
+// TestOnOff: an on/off header reads on, true or 1 as on and off, false or
+// 0 as off, in any case and with spaces around; absent or empty it is
+// unset; anything else is a 400 naming the header, never read as either.
+func TestOnOff(t *testing.T) {
+	const name = "X-Memory-Test"
+	tests := []struct {
+		name    string
+		value   []string // nil: absent
+		unset   bool
+		want    bool
+		wantErr bool
+	}{
+		{"absent, unset on", nil, true, true, false},
+		{"absent, unset off", nil, false, false, false},
+		{"empty", []string{""}, true, true, false},
+		{"spaces only", []string{"  "}, false, false, false},
+		{"on", []string{"on"}, false, true, false},
+		{"ON", []string{"ON"}, false, true, false},
+		{"true with spaces", []string{" true "}, false, true, false},
+		{"1", []string{"1"}, false, true, false},
+		{"off", []string{"off"}, true, false, false},
+		{"false", []string{"false"}, true, false, false},
+		{"0", []string{"0"}, true, false, false},
+		{"yes", []string{"yes"}, true, false, true},
+		{"no", []string{"no"}, false, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{}
+			if tt.value != nil {
+				h[name] = tt.value
+			}
+			got, aerr := OnOff(h, name, tt.unset)
+			if tt.wantErr {
+				if aerr == nil || aerr.Status != http.StatusBadRequest || aerr.Param != name || !strings.Contains(aerr.Message, name) {
+					t.Fatalf("OnOff(%q) = %v, %v, want a 400 naming %s", tt.value, got, aerr, name)
+				}
+				return
+			}
+			if aerr != nil || got != tt.want {
+				t.Fatalf("OnOff(%q, unset %v) = %v, %v, want %v", tt.value, tt.unset, got, aerr, tt.want)
+			}
+		})
+	}
+}

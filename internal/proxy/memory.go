@@ -388,13 +388,5 @@ func (p *Proxy) inject(ctx context.Context, h http.Header, x *server.Exchange, r
 // when the request sends it, else Options.CacheBreakpoints. Any other value
 // is a 400 naming the header.
 func (p *Proxy) cacheBreakpoints(h http.Header) (bool, *apierr.Error) {
-	switch strings.ToLower(strings.TrimSpace(h.Get("X-Memory-Cache-Breakpoints"))) {
-	case "on", "true", "1":
-		return true, nil
-	case "off", "false", "0":
-		return false, nil
-	case "":
-		return p.opts.CacheBreakpoints, nil
-	}
-	return false, apierr.Invalid("X-Memory-Cache-Breakpoints", "X-Memory-Cache-Breakpoints must be on or off.")
+	return dialect.OnOff(h, "X-Memory-Cache-Breakpoints", p.opts.CacheBreakpoints)
 }
