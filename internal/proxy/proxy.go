@@ -164,7 +164,25 @@ func (p *Proxy) Register(srv *server.Server) {
 		e.Match(others, a.path, p.handlePassthrough(a.api), p.edge(pass, a.api, false)...)
 	}
 	e.Any("/v1/messages/*", p.handlePassthrough(p.messages), p.edge(pass, p.messages, false)...)
-	e.Any("/v1/*", p.handleOther(), p.edge(pass, p.chat, false)...)
+	e.Any("/v1/*", p.handleOther(), pass, p.otherEdge())
+}
+
+// otherEdge is the failed-key limiter and the browser guard of the routes
+// no API owns (handleOther): an Anthropic client's refusals
+// (anthropicClient) in Anthropic's shape, any other's in OpenAI's.
+func (p *Proxy) otherEdge() echo.MiddlewareFunc {
+	chain := func(a *api, next echo.HandlerFunc) echo.HandlerFunc {
+		return p.deps.Limiter.Middleware(a.writeError)(p.deps.Browser.Middleware(false, a.writeError)(next))
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		claude, openai := chain(p.messages, next), chain(p.chat, next)
+		return func(c echo.Context) error {
+			if anthropicClient(c.Request().Header) {
+				return claude(c)
+			}
+			return openai(c)
+		}
+	}
 }
 
 // edge returns a route's middleware: its name, then the failed-key limiter
