@@ -83,6 +83,8 @@ func (p *Proxy) passFiles(r *http.Request, id memory.Identity, f *forward, op fi
 	case fileUpload:
 		f.bind = p.newBind(f.x, id, memory.StateFile, time.Now())
 		return nil
+	case fileContent:
+		f.download = true
 	}
 	return p.checkStates(r.Context(), id, []memory.ProviderState{{Kind: memory.StateFile, ID: file}}, nil, nil, unknownFile, nil)
 }

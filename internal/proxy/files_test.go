@@ -74,10 +74,14 @@ func uploadRequest(t *testing.T, g *gateway, user, name string, content []byte) 
 // passthrough rule. Another's file, or an id never given out, is a 404
 // in Anthropic's shape that never reaches the provider; the list, which
 // holds every tenant's files, is refused. A path not in clean form is
-// no file route.
+// no file route. A file's content comes byte for byte, whatever its type.
 func TestAnthropicFilesOfTheCaller(t *testing.T) {
-	up := filesUpstream(t)
+	// A file whose bytes look like a provider's error event naming an
+	// account: a download is the file, not a stream to scrub.
+	const events = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"org-abcdef123456 sk-ant-0123456789\"}}\n\n"
+	up := filesUpstream(t, upstreamtest.File{ID: "file_log", Filename: "log.sse", MimeType: "text/event-stream", Content: []byte(events)})
 	states := newFakeStates()
+	states.owner[memory.ProviderState{Kind: memory.StateFile, ID: "file_log"}] = "a/bob"
 	g := anthropicGateway(t, up, states)
 	run := `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"Plot it."}],"tools":[{"type":"code_execution_20250825","name":"code_execution"}]}`
 	if resp, b := g.post(t, "/v1/messages", run, map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob", "Anthropic-Version": "2023-06-01"}); resp.StatusCode != http.StatusOK {
@@ -99,6 +103,10 @@ func TestAnthropicFilesOfTheCaller(t *testing.T) {
 	resp, b = do(t, fileRequest(t, g, http.MethodGet, "/v1/files/file_bob/content", "bob"))
 	if resp.StatusCode != http.StatusOK || string(b) != "\x89PNG bob's chart" || resp.Header.Get("Content-Type") != "image/png" {
 		t.Fatalf("the owner's download: %d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+
+	if resp, b = do(t, fileRequest(t, g, http.MethodGet, "/v1/files/file_log/content", "bob")); resp.StatusCode != http.StatusOK || string(b) != events {
+		t.Fatalf("the owner's event-stream file: %d %q, want %q", resp.StatusCode, b, events)
 	}
 
 	// An upload is its uploader's.
