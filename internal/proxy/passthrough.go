@@ -25,7 +25,9 @@ import (
 // the upstream request carries the operator's provider key, so a route
 // that reads or changes what is stored at the provider (stored chat
 // completions and responses, files, batches, fine-tunes, vector stores)
-// would let one tenant reach every tenant's data there.
+// would let one tenant reach every tenant's data there. An Anthropic
+// client's Files API under the operator's key is checked file by file
+// instead (passFiles).
 func (p *Proxy) handlePassthrough(a *api) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()

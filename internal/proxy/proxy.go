@@ -146,10 +146,13 @@ func New(opts Options, deps Deps, logger *slog.Logger, reg prometheus.Registerer
 // Register adds the proxy's routes to srv: the three APIs served with
 // memory (routes "chat", "messages", "responses" in metrics and logs), and
 // every other /v1 route passed through ("passthrough") — /v1/messages/…
-// (count_tokens, batches) and an Anthropic client's /v1/models to the
-// Anthropic upstream, the rest to the OpenAI one (handleOther); with gateway keys, only the allow-listed ones (Options.Passthrough).
+// (count_tokens, batches) and an Anthropic client's /v1/models and
+// /v1/files… to the Anthropic upstream, the rest to the OpenAI one
+// (handleOther); with gateway keys, only the allow-listed ones
+// (Options.Passthrough) and an Anthropic client's own files (files.go).
 // Every route is behind the failed-key limiter and the browser guard
-// (Deps), which answer in the route's error shape.
+// (Deps), which answer in the route's error shape (otherEdge: the
+// client's, on the routes no API owns).
 func (p *Proxy) Register(srv *server.Server) {
 	e := srv.Echo()
 	pass := srv.Route("passthrough")
