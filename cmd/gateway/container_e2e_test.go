@@ -83,7 +83,7 @@ func serveTwoTenants(t *testing.T, upURL string) string {
 // whole or streamed) is its caller's: another tenant's request naming
 // it — a document's file source, a container_upload — is answered as
 // the provider answers an unknown file, without calling it, while its
-// owner reads it; the Files API itself (its download) is not forwarded.
+// owner reads it; so is its download through the Files API.
 // Run end to end: the real `gateway serve` with its SQLite store, in
 // front of a provider speaking the Messages wire format.
 func TestFileStaysWithItsTenant(t *testing.T) {
@@ -151,8 +151,8 @@ func TestFileStaysWithItsTenant(t *testing.T) {
 			}
 		}
 	}
-	// The Files API is not forwarded: neither the download of another's
-	// file nor an upload of one's own.
+	// Through the Files API another's file is unknown (404), and an
+	// OpenAI client's upload is the OpenAI route's, not allowed.
 	before := calls.Load()
 	req, _ := http.NewRequest(http.MethodGet, gw+"/v1/files/file_whole/content", nil)
 	for k, v := range other.headers() {
@@ -164,8 +164,8 @@ func TestFileStaysWithItsTenant(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = resp.Body.Close()
-	if status, _ := postJSON(t, gw+"/v1/files", `{}`, owner.headers()); resp.StatusCode != http.StatusForbidden || status != http.StatusForbidden {
-		t.Errorf("the Files API: download %d, upload %d, want 403", resp.StatusCode, status)
+	if status, _ := postJSON(t, gw+"/v1/files", `{}`, owner.headers()); resp.StatusCode != http.StatusNotFound || status != http.StatusForbidden {
+		t.Errorf("the Files API: another's download %d, want 404; an OpenAI client's upload %d, want 403", resp.StatusCode, status)
 	}
 	if n := calls.Load() - before; n != 0 {
 		t.Errorf("the Files API reached the upstream %d times", n)

@@ -14,8 +14,9 @@ import (
 // OpenAI-compatible client's) go to the Anthropic upstream with its Anthropic
 // credentials; an OpenAI client's to the OpenAI upstream; an Anthropic
 // client's request for another route the gateway would send to the OpenAI
-// upstream is refused in Anthropic's shape. A client's credentials never
-// reach the provider they were not meant for.
+// upstream is refused in Anthropic's shape; its Files API requests go to
+// the Anthropic upstream. A client's credentials never reach the provider
+// they were not meant for.
 func TestAnthropicClientModels(t *testing.T) {
 	keys := []identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "a"}}
 	const claudeList = `{"data":[{"type":"model","id":"claude-sonnet-4-6","display_name":"Claude Sonnet 4.6","created_at":"2026-01-01T00:00:00Z"}],"has_more":false,"first_id":"claude-sonnet-4-6","last_id":"claude-sonnet-4-6"}`
@@ -55,9 +56,14 @@ func TestAnthropicClientModels(t *testing.T) {
 		{"gateway keys, openai client", true, "sk-ant-operator", "sk-openai", "/v1/models",
 			map[string]string{"Authorization": "Bearer gw-key"},
 			"openai", "", map[string]string{"Authorization": "Bearer sk-openai", "X-Api-Key": ""}},
-		{"sdk, another openai route", false, "", "", "/v1/files", map[string]string{"X-Api-Key": "sk-ant", "Anthropic-Version": "2023-06-01"},
+		{"sdk files", false, "", "", "/v1/files", map[string]string{"X-Api-Key": "sk-ant", "Anthropic-Version": "2023-06-01"},
+			"claude", "", map[string]string{"X-Api-Key": "sk-ant", "Authorization": ""}},
+		{"gateway keys, sdk, files listed", true, "", "", "/v1/files",
+			map[string]string{"Authorization": "Bearer gw-key", "X-Api-Key": "sk-ant", "Anthropic-Version": "2023-06-01"},
+			"claude", "", map[string]string{"X-Api-Key": "sk-ant", "Authorization": ""}},
+		{"sdk, another openai route", false, "", "", "/v1/vector_stores", map[string]string{"X-Api-Key": "sk-ant", "Anthropic-Version": "2023-06-01"},
 			"", "not_found_error", nil},
-		{"gateway keys, sdk, another route listed", true, "", "", "/v1/files",
+		{"gateway keys, sdk, another route listed", true, "", "", "/v1/vector_stores",
 			map[string]string{"Authorization": "Bearer gw-key", "X-Api-Key": "sk-ant", "Anthropic-Version": "2023-06-01"}, "", "not_found_error", nil},
 		{"gateway keys, sdk, another route not listed", true, "", "", "/v1/batches",
 			map[string]string{"Authorization": "Bearer gw-key", "X-Api-Key": "sk-ant", "Anthropic-Version": "2023-06-01"}, "", "permission_error", nil},
@@ -82,7 +88,7 @@ func TestAnthropicClientModels(t *testing.T) {
 				c.Upstream.APIKey = tt.openaiKey
 				c.Upstream.Anthropic.BaseURL = claude.URL()
 				c.Upstream.Anthropic.APIKey = tt.antKey
-				c.Passthrough = append(c.Passthrough, "GET /v1/files")
+				c.Passthrough = append(c.Passthrough, "GET /v1/files", "GET /v1/vector_stores")
 			}, deps)
 			req, err := http.NewRequest(http.MethodGet, g.URL+tt.path, nil)
 			if err != nil {

@@ -42,6 +42,9 @@ type forward struct {
 	// models: a request with the operator's key reads the provider's
 	// models (see models.go).
 	models bool
+	// download: the reply is a file's content (files.go), relayed
+	// byte for byte.
+	download bool
 	// bodyRead: the gateway read the client's body before forwarding it
 	// (on memory routes, memory says so).
 	bodyRead bool
@@ -206,7 +209,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		setRequestID(resp.Header, f.x.ID())
 	}
 	if f.api != nil && f.api.up.shared() {
-		if err := p.scrub(resp, f.api, f.x.ID(), f.models); err != nil {
+		if err := p.scrub(resp, f); err != nil {
 			return err
 		}
 	}

@@ -25,7 +25,9 @@ import (
 // the upstream request carries the operator's provider key, so a route
 // that reads or changes what is stored at the provider (stored chat
 // completions and responses, files, batches, fine-tunes, vector stores)
-// would let one tenant reach every tenant's data there.
+// would let one tenant reach every tenant's data there. An Anthropic
+// client's Files API under the operator's key is checked file by file
+// instead (passFiles).
 func (p *Proxy) handlePassthrough(a *api) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
@@ -37,15 +39,22 @@ func (p *Proxy) handlePassthrough(a *api) echo.HandlerFunc {
 				return nil
 			}
 			f.tenant = id.Tenant
-			if !p.allowedRoute(r) {
-				a.writeError(c.Response(), routeNotAllowed(r))
-				return nil
+			// The Files API under the operator's key is checked file by
+			// file (files.go), the list only when allow-listed.
+			op, file, files := filesRoute(r)
+			files = files && a == p.messages && p.sharedKey(a)
+			allowed := p.allowedRoute(r)
+			switch {
+			case files && !(op == fileList && allowed):
+				aerr = p.passFiles(r, id, f, op, file)
+			case !allowed:
+				aerr = routeNotAllowed(r)
+			case p.sharedKey(a):
+				aerr = p.passStates(c, id, f)
 			}
-			if p.sharedKey(a) {
-				if aerr := p.passStates(c, id, f); aerr != nil {
-					a.writeError(c.Response(), aerr)
-					return nil
-				}
+			if aerr != nil {
+				a.writeError(c.Response(), aerr)
+				return nil
 			}
 		}
 		if a.up.shared() {
@@ -72,7 +81,8 @@ func routeNotAllowed(r *http.Request) *apierr.Error {
 
 // handleOther returns the handler of the /v1 routes no API owns. An
 // Anthropic client's request (anthropicClient) for the model list or a
-// model (GET /v1/models, /v1/models/{id}) goes to the Anthropic upstream;
+// model (GET /v1/models, /v1/models/{id}) or to the Files API
+// (/v1/files[/…], see files.go) goes to the Anthropic upstream;
 // any other of its requests is refused (404 not_found_error, in
 // Anthropic's shape; with gateway keys after the key and route checks, so
 // a bad key is still a 401) without going upstream: it would reach the
@@ -85,7 +95,7 @@ func (p *Proxy) handleOther() echo.HandlerFunc {
 		if !anthropicClient(r.Header) {
 			return openai(c)
 		}
-		if models, _ := modelsRequest(r); models {
+		if models, _ := modelsRequest(r); models || isFilesPath(r.URL.Path) {
 			return claude(c)
 		}
 		if p.requireKey() {
@@ -99,7 +109,7 @@ func (p *Proxy) handleOther() echo.HandlerFunc {
 			}
 		}
 		p.messages.writeError(c.Response(), &apierr.Error{Status: http.StatusNotFound, Type: "not_found_error",
-			Message: "This gateway forwards an Anthropic client's requests (anthropic-version) for /v1/messages, /v1/messages/… and GET /v1/models only; " +
+			Message: "This gateway forwards an Anthropic client's requests (anthropic-version) for /v1/messages, /v1/messages/…, GET /v1/models and /v1/files only; " +
 				r.Method + " " + r.URL.Path + " would go to the OpenAI upstream."})
 		return nil
 	}
@@ -243,6 +253,22 @@ func pathState(method, pth string) (memory.ProviderState, bool) {
 	return memory.ProviderState{}, false
 }
 
+// cleanPath reports whether r's path is in clean form (no "..", ".",
+// "//", trailing slash) and escapes no slash, dot or backslash: else the
+// upstream, or a proxy before it, could read it as another route than
+// the one matched here.
+func cleanPath(r *http.Request) bool {
+	pth := r.URL.Path
+	if pth == "" || path.Clean(pth) != pth {
+		return false
+	}
+	if raw := strings.ToLower(r.URL.RawPath); raw != "" &&
+		(strings.Contains(raw, "%2f") || strings.Contains(raw, "%2e") || strings.Contains(raw, "%5c")) {
+		return false
+	}
+	return !strings.Contains(pth, `\`)
+}
+
 // routeRule is one allow-listed passthrough route.
 type routeRule struct {
 	method, path string
@@ -269,22 +295,12 @@ func parseRoutes(routes []string) ([]routeRule, error) {
 }
 
 // allowedRoute reports whether a request's method and path are
-// allow-listed. A path that is not in clean form ("..", ".", "//", a
-// trailing slash) or escapes a slash, a dot or a backslash is never
-// allowed: the upstream, or a proxy before it, could read it as another
-// route than the one matched here.
+// allow-listed. A path not in clean form (cleanPath) never is.
 func (p *Proxy) allowedRoute(r *http.Request) bool {
+	if !cleanPath(r) {
+		return false
+	}
 	pth := r.URL.Path
-	if pth == "" || path.Clean(pth) != pth {
-		return false
-	}
-	if raw := strings.ToLower(r.URL.RawPath); raw != "" &&
-		(strings.Contains(raw, "%2f") || strings.Contains(raw, "%2e") || strings.Contains(raw, "%5c")) {
-		return false
-	}
-	if strings.Contains(pth, `\`) {
-		return false
-	}
 	for _, rule := range p.allowed {
 		if rule.method != r.Method {
 			continue

@@ -146,10 +146,13 @@ func New(opts Options, deps Deps, logger *slog.Logger, reg prometheus.Registerer
 // Register adds the proxy's routes to srv: the three APIs served with
 // memory (routes "chat", "messages", "responses" in metrics and logs), and
 // every other /v1 route passed through ("passthrough") — /v1/messages/…
-// (count_tokens, batches) and an Anthropic client's /v1/models to the
-// Anthropic upstream, the rest to the OpenAI one (handleOther); with gateway keys, only the allow-listed ones (Options.Passthrough).
+// (count_tokens, batches) and an Anthropic client's /v1/models and
+// /v1/files… to the Anthropic upstream, the rest to the OpenAI one
+// (handleOther); with gateway keys, only the allow-listed ones
+// (Options.Passthrough) and an Anthropic client's own files (files.go).
 // Every route is behind the failed-key limiter and the browser guard
-// (Deps), which answer in the route's error shape.
+// (Deps), which answer in the route's error shape (otherEdge: the
+// client's, on the routes no API owns).
 func (p *Proxy) Register(srv *server.Server) {
 	e := srv.Echo()
 	pass := srv.Route("passthrough")
@@ -164,7 +167,25 @@ func (p *Proxy) Register(srv *server.Server) {
 		e.Match(others, a.path, p.handlePassthrough(a.api), p.edge(pass, a.api, false)...)
 	}
 	e.Any("/v1/messages/*", p.handlePassthrough(p.messages), p.edge(pass, p.messages, false)...)
-	e.Any("/v1/*", p.handleOther(), p.edge(pass, p.chat, false)...)
+	e.Any("/v1/*", p.handleOther(), pass, p.otherEdge())
+}
+
+// otherEdge is the failed-key limiter and the browser guard of the routes
+// no API owns (handleOther): an Anthropic client's refusals
+// (anthropicClient) in Anthropic's shape, any other's in OpenAI's.
+func (p *Proxy) otherEdge() echo.MiddlewareFunc {
+	chain := func(a *api, next echo.HandlerFunc) echo.HandlerFunc {
+		return p.deps.Limiter.Middleware(a.writeError)(p.deps.Browser.Middleware(false, a.writeError)(next))
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		claude, openai := chain(p.messages, next), chain(p.chat, next)
+		return func(c echo.Context) error {
+			if anthropicClient(c.Request().Header) {
+				return claude(c)
+			}
+			return openai(c)
+		}
+	}
 }
 
 // edge returns a route's middleware: its name, then the failed-key limiter

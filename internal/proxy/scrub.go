@@ -85,11 +85,17 @@ func (t *target) redact(b []byte) []byte {
 // becomes a gateway 502 saying so, with X-Should-Retry: false; another
 // error body has the account ids redacted in place, its shape and status
 // kept; an event stream has them redacted from its error events; a model
-// list or lookup (models, see models.go) leaves out the operator's own.
-func (p *Proxy) scrub(resp *http.Response, a *api, requestID string, models bool) error {
+// list or lookup (f.models, see models.go) leaves out the operator's
+// own; a file's content (f.download) goes byte for byte, whatever its
+// type.
+func (p *Proxy) scrub(resp *http.Response, f *forward) error {
+	a, requestID := f.api, f.x.ID()
 	dropAccountHeaders(resp.Header)
-	if models && resp.StatusCode/100 == 2 {
+	if f.models && resp.StatusCode/100 == 2 {
 		return p.scrubModels(resp, a)
+	}
+	if resp.StatusCode < 400 && f.download {
+		return nil
 	}
 	if resp.StatusCode < 400 {
 		if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
