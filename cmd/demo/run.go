@@ -97,8 +97,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			p.turn(text, call, reply, counter.Messages(model, raws(call)), full)
 			all = append(all, u, rawMessage("assistant", reply.Content))
 			sent++
+			// Wait for the turn's after-save work (indexing, then fact
+			// extraction and compaction in the side lane), not only its
+			// save: a user pausing between turns gives it that time.
 			wctx, wcancel := context.WithTimeout(ctx, time.Minute)
-			err = gw.WaitProcessed(wctx, sent, func() bool { return up.Busy() == 0 })
+			err = gw.WaitEnriched(wctx, sent, func() bool { return up.Busy() == 0 })
 			wcancel()
 			if err != nil {
 				return err
