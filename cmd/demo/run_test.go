@@ -38,12 +38,28 @@ func TestDemoRemembersWhatTheScriptSays(t *testing.T) {
 			t.Errorf("the last question's pinned part lacks %q:\n%s", want, pinned)
 		}
 	}
+	if !strings.Contains(prompt, "[2026-03-02, conversation demo-s1]") {
+		t.Errorf("the last question's recalled passages are not dated as said in session 1:\n%s", prompt)
+	}
 	if strings.Contains(pinned, "Lisbon") {
 		t.Errorf("the last question's pinned part still has the old city:\n%s", pinned)
 	}
 	for _, want := range []string{"city: Porto (pinned)", "name: Marta (pinned)", "R$ 5.000 by June for a trip to Japan. (pinned)"} {
 		if !strings.Contains(held, want) {
 			t.Errorf("the user's facts lack %q:\n%s", want, held)
+		}
+	}
+}
+
+// TestScriptDatesAreReal checks each session's weekday against its date.
+func TestScriptDatesAreReal(t *testing.T) {
+	for _, s := range script {
+		d, err := s.day()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(s.when, d.Weekday().String()+" ") {
+			t.Errorf("session %q: %s %d is a %s", s.when, d.Format("2 January"), scriptYear, d.Weekday())
 		}
 	}
 }
