@@ -83,9 +83,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for si, s := range script {
 		conv := fmt.Sprintf("demo-s%d", si+1)
 		p.session(si+1, s.when, conv)
-		for _, text := range s.turns {
+		day, err := s.day()
+		if err != nil {
+			return err
+		}
+		for ti, text := range s.turns {
 			u := rawMessage("user", text)
-			reply, err := gw.Chat(ctx, model, launch.Who{User: demoUser, Conversation: conv, Budget: *budget}, []json.RawMessage{system, u})
+			// Each turn is dated as the script says it was said
+			// (X-Memory-Timestamp), a few minutes apart, so recalled
+			// passages carry the session's date.
+			who := launch.Who{User: demoUser, Conversation: conv, Budget: *budget, At: day.Add(time.Duration(ti) * 3 * time.Minute), AtHeader: "X-Memory-Timestamp"}
+			reply, err := gw.Chat(ctx, model, who, []json.RawMessage{system, u})
 			if err != nil {
 				return err
 			}
@@ -97,8 +105,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			p.turn(text, call, reply, counter.Messages(model, raws(call)), full)
 			all = append(all, u, rawMessage("assistant", reply.Content))
 			sent++
+			// Wait for the turn's after-save work (indexing, then fact
+			// extraction and compaction in the side lane), not only its
+			// save: a user pausing between turns gives it that time.
 			wctx, wcancel := context.WithTimeout(ctx, time.Minute)
-			err = gw.WaitProcessed(wctx, sent, func() bool { return up.Busy() == 0 })
+			err = gw.WaitEnriched(wctx, sent, func() bool { return up.Busy() == 0 })
 			wcancel()
 			if err != nil {
 				return err

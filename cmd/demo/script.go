@@ -1,9 +1,26 @@
 package main
 
+import (
+	"fmt"
+	"time"
+)
+
 // session is one scripted conversation.
 type session struct {
-	when  string
+	when  string // "Monday 2 March", of scriptYear
 	turns []string
+}
+
+// scriptYear is the year of the script's sessions.
+const scriptYear = 2026
+
+// day returns when the session starts: its day, at 19:00 UTC.
+func (s session) day() (time.Time, error) {
+	t, err := time.Parse("Monday 2 January 2006 15:04", fmt.Sprintf("%s %d 19:00", s.when, scriptYear))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("session date %q: %w", s.when, err)
+	}
+	return t, nil
 }
 
 // demoUser is the user the script speaks for.

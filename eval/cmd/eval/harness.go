@@ -125,14 +125,26 @@ func (h *harness) replayAll(ctx context.Context, convs []synth.Conversation, sys
 		histories[i] = hist
 		h.log.Info("replayed", "user", c.User, "turns", len(hist), "elapsed", time.Since(start).Round(time.Millisecond))
 	}
+	if h.o.deliver != deliverImport {
+		// Replayed turns were waited for until stored; their after-save
+		// work (indexing, fact extraction, summaries) runs behind, the
+		// side model's part in its own lane: every exchange is enriched
+		// before the first question, as the imports are.
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		defer cancel()
+		if err := h.gw.WaitEnriched(wctx, h.sent, func() bool { return h.up.Busy() == 0 }); err != nil {
+			return nil, err
+		}
+	}
 	return histories, nil
 }
 
 // replay sends every first-speaker turn of c, each in its session's
 // conversation, as an application that sends only its newest message
 // would, with the stand-in scripted to answer with the second speaker's
-// turn; it waits after each until memgate has stored the exchange and run
-// its after-save work. It returns the whole history for the baselines.
+// turn; it waits after each until memgate has stored the exchange
+// (replayAll then waits for their after-save work). It returns the whole
+// history for the baselines.
 func (h *harness) replay(ctx context.Context, c synth.Conversation, system []json.RawMessage) ([]json.RawMessage, error) {
 	var hist []json.RawMessage
 	for _, s := range c.Sessions {
