@@ -79,8 +79,10 @@ type exchangeCapture struct {
 // of it is written to the client: a turn the client has an answer for is
 // then durable (Capture returns once it is stored or queued), so a crash
 // between the answer and the queue loses nothing. A read error fails the
-// response before it starts (a 502), never a truncated 200.
-func (c *exchangeCapture) attach(ctx context.Context, resp *http.Response) error {
+// response before it starts (a 502), never a truncated 200. A whole
+// reply left encoded (undecoded says why, see decode) is relayed as it
+// is and not captured.
+func (c *exchangeCapture) attach(ctx context.Context, resp *http.Response, undecoded error) error {
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
 		c.stream = newTee(c.api.stream())
 		resp.Body = &teeBody{ReadCloser: resp.Body, t: c.stream, endLine: c.api.streamEnd,
@@ -88,6 +90,10 @@ func (c *exchangeCapture) attach(ctx context.Context, resp *http.Response) error
 		return nil
 	}
 	c.done = true
+	if undecoded != nil {
+		c.skipped(undecoded)
+		return nil
+	}
 	buf, err := io.ReadAll(io.LimitReader(resp.Body, maxCaptureBytes+1))
 	if err != nil {
 		return fmt.Errorf("read upstream reply: %w", err)

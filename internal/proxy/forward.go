@@ -45,6 +45,10 @@ type forward struct {
 	// download: the reply is a file's content (files.go), relayed
 	// byte for byte.
 	download bool
+	// decodes: the gateway dropped the client's Accept-Encoding to read
+	// the reply, and decodes one the upstream compressed anyway
+	// (encoding.go).
+	decodes bool
 	// bodyRead: the gateway read the client's body before forwarding it
 	// (on memory routes, memory says so).
 	bodyRead bool
@@ -168,6 +172,7 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	if f.memory || t.shared() {
 		// Read here: for capture, or to scrub the operator's account out.
 		delete(h, "Accept-Encoding")
+		f.decodes = true
 	}
 	f.start = time.Now()
 }
@@ -203,6 +208,13 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	if f == nil {
 		return nil
 	}
+	// Decoded first: everything after reads, and the client gets, the
+	// reply as the upstream meant it; a stream that stops decoding is
+	// a broken upstream body to timedBody.
+	undecoded, err := decode(resp, f)
+	if err != nil {
+		return err
+	}
 	resp.Body = &timedBody{ReadCloser: resp.Body, f: f, ctx: resp.Request.Context()}
 	if f.api == p.messages {
 		// The Anthropic SDKs read a request's id from request-id.
@@ -222,7 +234,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		}
 	}
 	if f.capture != nil && resp.StatusCode/100 == 2 {
-		return f.capture.attach(resp.Request.Context(), resp)
+		return f.capture.attach(resp.Request.Context(), resp, undecoded)
 	}
 	return nil
 }
