@@ -100,8 +100,8 @@ func (p *Proxy) sharedModel(m map[string]json.RawMessage) (map[string]json.RawMe
 // (forward.models) made with the operator's key: the operator's own models
 // it did not list are left out of a list (an object with data), and a
 // lookup of one becomes the provider's 404 for an unknown model. An
-// answer that cannot be read (too large, encoded, not a JSON object) is
-// replaced by a gateway 502.
+// answer that cannot be read (too large, left encoded: see decode, not a
+// JSON object) is replaced by a gateway 502.
 func (p *Proxy) scrubModels(resp *http.Response, a *api) error {
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxModelsBody+1))
 	if err != nil {

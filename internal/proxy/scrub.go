@@ -112,7 +112,8 @@ func (p *Proxy) scrub(resp *http.Response, f *forward) error {
 		return fmt.Errorf("read upstream error: %w", err)
 	}
 	if enc := resp.Header.Get("Content-Encoding"); len(body) > maxErrorBody || enc != "" && enc != "identity" {
-		// Not readable here: the status stays, the body is the gateway's.
+		// Not readable here (left encoded: see decode): the status
+		// stays, the body is the gateway's.
 		replace(resp, a, &apierr.Error{Status: resp.StatusCode, Type: apierr.TypeUpstream, Code: "upstream_error",
 			Message: "The upstream API answered " + strconv.Itoa(resp.StatusCode) + "; its error message was withheld."})
 		return nil
