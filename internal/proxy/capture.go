@@ -86,7 +86,7 @@ func (c *exchangeCapture) attach(ctx context.Context, resp *http.Response, undec
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
 		c.stream = newTee(c.api.stream())
 		resp.Body = &teeBody{ReadCloser: resp.Body, t: c.stream, endLine: c.api.streamEnd,
-			onEnd: func() { c.end(ctx) }}
+			onEnd: func() { c.end(ctx) }, onUndecodable: c.undecodable}
 		return nil
 	}
 	c.done = true
@@ -153,6 +153,18 @@ func (c *exchangeCapture) finish(ctx context.Context) {
 	// reads the result of.
 	c.done = true
 	c.p.captures.Go(func() { c.complete(ctx) })
+}
+
+// undecodable gives up the capture of a compressed stream that stopped
+// decoding (err): the relay is aborted, and the turn, never answered
+// whole, is counted as not captured.
+func (c *exchangeCapture) undecodable(err error) {
+	if c.done || c.stream == nil {
+		return
+	}
+	c.done = true
+	c.stream.abandon()
+	c.skipped(err)
 }
 
 // abandon stops a capture that did not finish (the response was aborted).
@@ -252,6 +264,9 @@ type teeBody struct {
 	// stream's terminal event; nil holds nothing back.
 	endLine func(line []byte) bool
 	onEnd   func()
+	// onUndecodable is called once when the stream stops decoding (a read
+	// error wrapping errBadEncoding, see decodedBody).
+	onUndecodable func(error)
 
 	line    []byte // the current line's start, up to maxEndLine bytes
 	lineLen int    // the current line's length so far
@@ -275,6 +290,10 @@ func (b *teeBody) Read(p []byte) (int, error) {
 			return b.ReadCloser.Read(p)
 		}
 		n, err := b.ReadCloser.Read(p)
+		if err != nil && b.onUndecodable != nil && errors.Is(err, errBadEncoding) {
+			b.onUndecodable(err)
+			b.onUndecodable = nil
+		}
 		chunk := p[:n]
 		if n > 0 {
 			b.t.feed(chunk)

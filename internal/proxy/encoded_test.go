@@ -335,7 +335,8 @@ func TestEncodedWholeReplyNotDecodable(t *testing.T) {
 
 // TestEncodedStreamNotDecodable: a compressed event stream that breaks
 // (corrupt mid-stream) is relayed decoded as far as it decodes, then
-// aborted; a bomb is relayed decoded like a plain stream of its size, the
+// aborted (a 502 to the exchange's record), its capture given up as
+// unreadable; a bomb is relayed decoded like a plain stream of its size, the
 // capture giving up at its cap. Neither is stored, nor panics.
 func TestEncodedStreamNotDecodable(t *testing.T) {
 	chat := encodedAPIs[0]
@@ -381,6 +382,7 @@ func TestEncodedStreamNotDecodable(t *testing.T) {
 			t.Fatalf("relayed %q, want the first event and no end", got)
 		}
 		g.waitMetric(t, `memgate_http_requests_total{route="chat",status="502"} 1`)
+		g.waitMetric(t, `memgate_capture_skipped_total{reason="unreadable"} 1`)
 		noMoreCaptures(t, captured)
 	})
 	t.Run("bomb", func(t *testing.T) {
