@@ -465,3 +465,27 @@ func TestSharedKeyEncodedRepliesScrubbed(t *testing.T) {
 		}
 	})
 }
+
+// TestEncodedFileContentRelayedAsSent: a file's content, which the
+// gateway never reads, goes byte for byte as the upstream sent it, its
+// Content-Encoding included, though the gateway asked for no encoding.
+func TestEncodedFileContentRelayedAsSent(t *testing.T) {
+	gz := gzipped([]byte("a,b\n1,2\n"))
+	up := filesUpstream(t, upstreamtest.File{ID: "file_gz", Filename: "t.csv", MimeType: "text/csv", Size: int64(len(gz)),
+		Body: func(w http.ResponseWriter) {
+			w.Header().Set("Content-Encoding", "gzip")
+			w.Write(gz)
+		}})
+	states := newFakeStates()
+	states.owner[memory.ProviderState{Kind: memory.StateFile, ID: "file_gz"}] = "a/bob"
+	g := anthropicGateway(t, up, states)
+	resp, err := plainClient.Do(fileRequest(t, g, http.MethodGet, "/v1/files/file_gz/content", "bob"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Encoding") != "gzip" || !bytes.Equal(got, gz) {
+		t.Fatalf("status %d, Content-Encoding %q, body %q (%v): want the upstream's bytes as sent", resp.StatusCode, resp.Header.Get("Content-Encoding"), got, err)
+	}
+}
