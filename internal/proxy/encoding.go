@@ -22,16 +22,21 @@ import (
 // reads it, and relayed decoded, its Content-Encoding and Content-Length
 // removed: the client's own Accept-Encoding never reached the upstream,
 // and identity is the one coding every client reads (an event stream
-// must be decoded to hold its terminal event back, see teeBody). A whole
-// reply is decoded only when it decodes cleanly within the bound the
-// gateway reads a plain one to, maxCaptureBytes (maxModelsBody for a
-// model list): a larger one — a decompression bomb — or a corrupt one, or
-// one in another coding (br, zstd, several stacked), is relayed as the
-// upstream sent it, as before, and not captured (capture_skipped
-// too_large or unreadable). An event stream is decoded as it is relayed,
-// in the memory of a decoder's window; its capture is bounded as a plain
-// stream's is, and a stream that stops decoding is aborted like one the
-// upstream broke off.
+// must be decoded anyway to hold its terminal event back, see teeBody,
+// and to scrub its error events, see scrubStream).
+//
+// A whole reply is decoded only when it decodes cleanly within the bound
+// the gateway reads a plain one to, maxCaptureBytes (maxModelsBody for a
+// model list): a larger one (a decompression bomb costs at most that much
+// inflating) or a corrupt one is relayed as the upstream sent it, as
+// before, and not captured (capture_skipped too_large, unreadable). An
+// event stream is decoded as it is relayed, holding no more than a
+// decoder's window: its capture is bounded by maxCaptureBytes of decoded
+// bytes as a plain stream's is by its plain ones, and a stream that stops
+// decoding is aborted like one the upstream broke off (capture_skipped
+// unreadable). A reply in another coding (br, zstd, codings stacked) is
+// relayed as sent and not captured, as before; so is a file's content
+// (forward.download), which nothing reads.
 
 // errBadEncoding is the error of a compressed reply that does not decode.
 var errBadEncoding = errors.New("the reply does not decode as its Content-Encoding says")
