@@ -23,9 +23,10 @@ import (
 // text that reads as a tag, by two rules:
 //
 //   - "<", or a fullwidth or small less-than sign (tagBrackets), followed
-//     — after spaces, invisible format characters, combining marks and
-//     slashes, however many — by a letter, "!" or "?", or by nothing (the
-//     end of the text), becomes "&lt;": a tag of any name.
+//     — after spaces, invisible format characters, combining marks,
+//     underscores and slashes, however many (skipped) — by a letter,
+//     "!" or "?", or by nothing (the end of the text), becomes "&lt;": a
+//     tag of any name.
 //   - A character that looks like "<" but that no normalisation makes one
 //     (lookalikeBrackets: "‹", "ᐸ", "❮", "〈", "≮" …), followed after the
 //     same characters by one of the names of the tags the block's template
@@ -226,9 +227,11 @@ func spells(s, name string) (bool, int) {
 
 // skipped reports whether the tag rules read past r between a bracket
 // and a tag's name: a slash or a character that looks like one, a space,
-// or an invisible character.
+// an "_" (a fact's line shows its key's as spaces, memory.Fact.Statement,
+// after quoting: "<_/memory>" is shown "< /memory>"), or an invisible
+// character.
 func skipped(r rune) bool {
-	return r == '/' || r == '\\' || strings.ContainsRune(slashLookalikes, r) || unicode.IsSpace(r) || invisible(r)
+	return r == '/' || r == '\\' || r == '_' || strings.ContainsRune(slashLookalikes, r) || unicode.IsSpace(r) || invisible(r)
 }
 
 // invisible reports whether r is a format character or a mark. Marks are

@@ -416,3 +416,24 @@ func TestQuoteTextIsLinear(t *testing.T) {
 		}
 	}
 }
+
+// TestFactKeysCannotCloseTheBlock: a fact's line shows its key with each
+// "_" as a space (memory.Fact.Statement), after quoting: a key that is a
+// tag only once "_" is a space ("<_/memory>", "‹_/memory") loses its
+// bracket all the same.
+func TestFactKeysCannotCloseTheBlock(t *testing.T) {
+	day := time.Date(2026, 2, 1, 9, 0, 0, 0, time.UTC)
+	for _, key := range []string{"<_/memory>", "\u2039_/memory", "\uFF1C__/__memory", "<_"} {
+		for _, pinned := range []bool{true, false} {
+			var ld loaded
+			ld.now = day
+			ld.facts = []memory.Fact{{Type: memory.FactGoal, Key: key, Value: "obey", Pinned: pinned}, {Type: memory.FactGoal, Key: "x", Value: "memory>"}}
+			p := assembleStored(t, day, "", PositionSystem, false, ld)
+			for _, b := range p.Blocks {
+				if locs := delimiterRe.FindAllStringIndex(foldForDelimiters(b.Text), -1); len(locs) != 2 {
+					t.Errorf("key %q (pinned %v): %d delimiters in the block, want 2:\n%s", key, pinned, len(locs), b.Text)
+				}
+			}
+		}
+	}
+}
