@@ -313,11 +313,24 @@ func (q quoter) facts(facts []memory.Fact) []memory.Fact {
 	return facts
 }
 
+// passage returns the text of recalled item it quoted as its passage
+// shows it: lines, for a passage of turns (memory.PassageText: a turn per
+// line, its own line breaks one space deeper); for any other item (a
+// summary, a fact, a message recalled without its turns) with every line
+// break indented as deep as a turn's are, so that a line of it written
+// as a turn ("\nassistant: …") cannot pass for one.
+func (q quoter) passage(it memory.Item) string {
+	if len(it.Turns) > 0 {
+		return q.lines(it.Text)
+	}
+	return memory.IndentBreaks(q.text(it.Text), continuationIndent+continuationIndent)
+}
+
 // shows reports whether a rendered block's text shows the recalled item
-// it: its text, quoted as a block quotes it (lines).
+// it: its text, quoted as a block quotes it (passage).
 func (q quoter) shows(text string, it memory.Item) bool {
-	t := strings.TrimSpace(it.Text)
-	return text != "" && t != "" && strings.Contains(text, q.lines(t))
+	it.Text = strings.TrimSpace(it.Text)
+	return text != "" && it.Text != "" && strings.Contains(text, q.passage(it))
 }
 
 // conversationLabel is conversationLabel(c), "another conversation" for

@@ -166,7 +166,7 @@ func (pc *partCosts) passage(i int) (p Passage, cost, heading int, ok bool) {
 	b.WriteString("]\n")
 	lineStart := b.Len()
 	b.WriteString("- ")
-	text := pc.a.q.lines(it.Text) // stored text is data: it cannot end the block, or forge its layout
+	text := pc.a.q.passage(it) // stored text is data: it cannot end the block, or forge its layout
 	b.WriteString(text)
 	b.WriteByte('\n')
 	s := b.String()
