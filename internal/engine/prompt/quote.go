@@ -65,8 +65,30 @@ const tagBrackets = "<\uFF1C\uFE64"
 // prototype is "≪"), and is left alone.
 const lookalikeBrackets = "\u2039\u02C2\u1438\u16B2\u276E\U0001D236\u27E8\u2329\u3008\u226E"
 
-// brackets are every character quoteText looks after.
+// brackets are every character quoter.text looks after.
 const brackets = tagBrackets + lookalikeBrackets
+
+// indexBracket returns the index of the first of brackets in s, -1 when
+// it has none. It reads ASCII a byte at a time (strings.IndexAny reads
+// every character against each of a set with non-ASCII characters).
+func indexBracket(s string) int {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c == '<' {
+				return i
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if strings.ContainsRune(brackets, r) {
+			return i
+		}
+		i += size
+	}
+	return -1
+}
 
 // slashLookalikes are the characters that look like a slash or a
 // backslash but that no normalisation makes one: Unicode's confusables
@@ -115,7 +137,7 @@ func (q quoter) text(s string) string {
 // skipped nor part of a name, a bracket at the latest, so no character
 // is looked at for two brackets.
 func (q quoter) quote(s string) (string, int) {
-	i := strings.IndexAny(s, brackets)
+	i := indexBracket(s)
 	if i < 0 {
 		return s, 0
 	}
@@ -140,7 +162,7 @@ func (q quoter) quote(s string) (string, int) {
 			b.WriteString(escapedBracket)
 			last = i + size
 		}
-		next := strings.IndexAny(rest, brackets)
+		next := indexBracket(rest)
 		if next < 0 {
 			break
 		}
