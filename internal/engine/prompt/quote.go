@@ -31,8 +31,9 @@ import (
 //     (lookalikeBrackets: "‹", "ᐸ", "❮", "〈", "≮" …), followed after the
 //     same characters by one of the names of the tags the block's template
 //     writes (quoter.names: "memory" for the default), in any case and
-//     width and with invisible characters between its letters, becomes
-//     "&lt;" too. Elsewhere it is ordinary text — a quotation mark, an
+//     width and with invisible characters between its letters — or by
+//     nothing, or a name's start, at the text's end —, becomes "&lt;"
+//     too. Elsewhere it is ordinary text — a quotation mark, an
 //     angle bracket in mathematics — and stays as it is: "‹salut›",
 //     "⟨x|y⟩" and "a ≮ b" read as they did.
 //
@@ -48,19 +49,19 @@ import (
 // Lookalikes of ">" need nothing: a tag whose opening bracket is escaped
 // is no tag, however it ends.
 
-// tagBrackets are the characters quoteText treats as a tag's opening
+// tagBrackets are the characters quoter.text treats as a tag's opening
 // bracket: the less-than sign and the characters NFKC turns into one,
 // its fullwidth and small forms.
 const tagBrackets = "<\uFF1C\uFE64"
 
 // lookalikeBrackets are the characters that look like a tag's opening
-// bracket but that no normalisation makes one (TestTagBracketsAreEveryLessThan
-// keeps the two lists apart). From Unicode's confusables.txt (UTS #39):
+// bracket but that no normalisation makes one
+// (TestLookalikeBracketsAreNoLessThan keeps the two lists apart). From Unicode's confusables.txt (UTS #39):
 // the characters whose prototype is U+003C "<" — U+2039 "‹", U+02C2
 // "˂", U+1438 "ᐸ" (a letter), U+16B2 "ᚲ" (a letter), U+276E "❮",
 // U+1D236 "𝈶" —, and the angle brackets confusable with U+27E8 "⟨" —
 // "⟨" itself, U+2329 "〈", U+3008 "〈"; and U+226E "≮", a "<" by its
-// canonical decomposition (NFD: "<" and a combining long solidus) that
+// canonical decomposition (NFD: "<" and U+0338, a combining long solidus overlay) that
 // NFC composes again. "«" (U+00AB) is no confusable of "<" (its
 // prototype is "≪"), and is left alone.
 const lookalikeBrackets = "\u2039\u02C2\u1438\u16B2\u276E\U0001D236\u27E8\u2329\u3008\u226E"
