@@ -3,6 +3,7 @@ package prompt
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"text/template"
 	"time"
@@ -23,25 +24,33 @@ var openingTag = regexp.MustCompile(`^<([A-Za-z][A-Za-z0-9_.:-]*)(?:\s[^<>]*)?>`
 // Markdown fence) could be closed by stored text that spells its closing
 // line, so it is refused rather than sent. tmpl is rendered over sample
 // data with every part set, with each part alone and with none, so a
-// branch of it that delimits the block otherwise is found too.
-func checkDelimiters(tmpl *template.Template) error {
+// branch of it that delimits the block otherwise is found too. It returns
+// the names of the tags tmpl's source and its sample blocks write
+// (templateTags): those a lookalike bracket may not begin.
+func checkDelimiters(src string, tmpl *template.Template) ([]string, error) {
+	names := templateTags(src)
 	for _, d := range delimiterSamples() {
 		var b strings.Builder
 		if err := tmpl.Execute(&b, d); err != nil {
-			return fmt.Errorf("prompt: memory template: render a sample block: %w", err)
+			return nil, fmt.Errorf("prompt: memory template: render a sample block: %w", err)
 		}
 		text := strings.TrimSpace(b.String())
 		if text == "" {
 			continue
 		}
+		for _, n := range templateTags(text) {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
 		m := openingTag.FindStringSubmatch(text)
 		if m == nil || len(text) < len(m[0])+len("</"+m[1]+">") || !strings.HasSuffix(text, "</"+m[1]+">") {
-			return fmt.Errorf("prompt: memory template must enclose each block it renders in one tag pair, <name>…</name> "+
+			return nil, fmt.Errorf("prompt: memory template must enclose each block it renders in one tag pair, <name>…</name> "+
 				"(as the default's <memory>…</memory>), so that stored text cannot close it; it renders %q: %w",
 				memory.Truncate(text, 120), memory.ErrInvalid)
 		}
 	}
-	return nil
+	return names, nil
 }
 
 // delimiterSamples returns the data checkDelimiters renders: every part

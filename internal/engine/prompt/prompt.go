@@ -299,7 +299,8 @@ func NewAssembler(deps Deps, opts Options, logger *slog.Logger) (*Assembler, err
 	if err != nil {
 		return nil, fmt.Errorf("prompt: memory template: %w", err)
 	}
-	if err := checkDelimiters(tmpl); err != nil {
+	names, err := checkDelimiters(src, tmpl)
+	if err != nil {
 		return nil, err
 	}
 	switch opts.FillWhen {
@@ -322,7 +323,7 @@ func NewAssembler(deps Deps, opts Options, logger *slog.Logger) (*Assembler, err
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	a := &Assembler{deps: deps, opts: opts, tmpl: tmpl, q: quoter{names: templateTags(src)}, defaultTmpl: src == DefaultTemplate, logger: logger, m: newLoadMetrics()}
+	a := &Assembler{deps: deps, opts: opts, tmpl: tmpl, q: quoter{names: names}, defaultTmpl: src == DefaultTemplate, logger: logger, m: newLoadMetrics()}
 	if opts.KeepRecall || opts.KeepRecallResent {
 		n := opts.KeepRecallConversations
 		if n <= 0 {
