@@ -308,7 +308,9 @@ type Memory struct {
 	// part leaves unused flows to the recent turns.
 	Shares Shares `yaml:"shares"`
 	// Template is the memory block's Go text/template; empty uses the
-	// built-in one.
+	// built-in one. It must enclose each block it renders in one tag
+	// pair, <name>…</name>, which stored text is quoted not to write: the
+	// gateway refuses to start with one that delimits the block otherwise.
 	Template string `yaml:"template"`
 	// Position is the role memory is sent in: "system" (system messages,
 	// the Anthropic system prompt, the Responses instructions, with what a

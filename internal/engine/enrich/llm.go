@@ -45,7 +45,10 @@ Reply with JSON only, exactly: {"summary": string, "key_events": [string], "pres
 func (l *LLM) Summarize(ctx context.Context, in Input) (Output, error) {
 	var b strings.Builder
 	if in.Previous != nil && in.Previous.Text != "" {
-		fmt.Fprintf(&b, "Previous summary:\n%s\n\n", in.Previous.Text)
+		// Its line breaks are indented as a message's are: a summary a
+		// stored message steered cannot start a line that reads as this
+		// prompt's heading or as a message.
+		fmt.Fprintf(&b, "Previous summary:\n%s\n\n", memory.IndentBreaks(in.Previous.Text, "  "))
 	}
 	b.WriteString("New messages:\n")
 	for _, m := range in.Messages {

@@ -64,7 +64,7 @@ func (a *Assembler) assemble(req memory.Request, system, rest []memory.Message, 
 // every turn the recent turns' window was offered (none dropped).
 func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Message, fullHistory bool, ld loaded) (memory.Prepared, bool, error) {
 	model := req.Model
-	ld = quoted(ld)
+	ld = a.q.loaded(ld)
 	budget := a.Budget(req)
 	// Every message is tokenized once: the accounting of the original
 	// request, the untouchable parts and the fitting of recent turns all
@@ -213,7 +213,7 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	inBlocks := ""
 	var shown func(memory.Item) bool
 	if len(keptBy) > 0 {
-		shown = func(it memory.Item) bool { return blockShows(inBlocks, it) }
+		shown = func(it memory.Item) bool { return a.q.shows(inBlocks, it) }
 	}
 	withBlock := func(m memory.Message) (string, int) {
 		if m.Role != "user" || len(keptBy) == 0 {

@@ -119,7 +119,7 @@ func TestRenderDefaultMatchesTemplate(t *testing.T) {
 // TestRenderUsesConfiguredTemplate checks that a template other than the
 // default is still executed.
 func TestRenderUsesConfiguredTemplate(t *testing.T) {
-	a, err := NewAssembler(Deps{History: &fakeMemory{}, Counter: byteCounter{}}, Options{Template: "{{.Summary}}!"}, nil)
+	a, err := NewAssembler(Deps{History: &fakeMemory{}, Counter: byteCounter{}}, Options{Template: "<m>{{.Summary}}!</m>"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestRenderUsesConfiguredTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"role":"system","content":"sum!"}`; string(raw) != want {
+	if want := `{"role":"system","content":"<m>sum!</m>"}`; string(raw) != want {
 		t.Fatalf("render = %s, want %s", raw, want)
 	}
 }

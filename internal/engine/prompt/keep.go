@@ -218,19 +218,12 @@ func (pc *partCosts) showAlso(text string) {
 		return
 	}
 	prev := pc.shown
-	pc.shown = func(it memory.Item) bool { return (prev != nil && prev(it)) || blockShows(text, it) }
+	pc.shown = func(it memory.Item) bool { return (prev != nil && prev(it)) || pc.a.q.shows(text, it) }
 	for i, s := range pc.state {
-		if s == itemShowable && blockShows(text, pc.items[i]) {
+		if s == itemShowable && pc.a.q.shows(text, pc.items[i]) {
 			pc.state[i] = itemShown
 		}
 	}
-}
-
-// blockShows reports whether a rendered block's text shows the recalled
-// item it: its text, quoted as a block quotes it (quoteLines).
-func blockShows(text string, it memory.Item) bool {
-	t := strings.TrimSpace(it.Text)
-	return text != "" && t != "" && strings.Contains(text, quoteLines(t))
 }
 
 // passagesBlock renders the passages of sel alone (not its facts or

@@ -248,6 +248,8 @@ type Assembler struct {
 	deps Deps
 	opts Options
 	tmpl *template.Template
+	// q quotes stored text for tmpl's blocks.
+	q quoter
 	// defaultTmpl reports whether tmpl is DefaultTemplate, which
 	// renderDefault writes without the template engine.
 	defaultTmpl bool
@@ -279,7 +281,8 @@ func New(history HistoryReader, counter TokenCounter, opts Options, logger *slog
 }
 
 // NewAssembler returns an Assembler. It fails when the template does not
-// parse, the shares are out of range, or History or Counter is missing.
+// parse or does not enclose each block in a tag pair (checkDelimiters),
+// the shares are out of range, or History or Counter is missing.
 func NewAssembler(deps Deps, opts Options, logger *slog.Logger) (*Assembler, error) {
 	if deps.History == nil || deps.Counter == nil {
 		return nil, fmt.Errorf("prompt: history and counter are required: %w", memory.ErrInvalid)
@@ -295,6 +298,10 @@ func NewAssembler(deps Deps, opts Options, logger *slog.Logger) (*Assembler, err
 	tmpl, err := template.New("memory").Option("missingkey=error").Parse(src)
 	if err != nil {
 		return nil, fmt.Errorf("prompt: memory template: %w", err)
+	}
+	names, err := checkDelimiters(src, tmpl)
+	if err != nil {
+		return nil, err
 	}
 	switch opts.FillWhen {
 	case "":
@@ -316,7 +323,7 @@ func NewAssembler(deps Deps, opts Options, logger *slog.Logger) (*Assembler, err
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	a := &Assembler{deps: deps, opts: opts, tmpl: tmpl, defaultTmpl: src == DefaultTemplate, logger: logger, m: newLoadMetrics()}
+	a := &Assembler{deps: deps, opts: opts, tmpl: tmpl, q: quoter{names: names}, defaultTmpl: src == DefaultTemplate, logger: logger, m: newLoadMetrics()}
 	if opts.KeepRecall || opts.KeepRecallResent {
 		n := opts.KeepRecallConversations
 		if n <= 0 {

@@ -1,6 +1,8 @@
 package prompt
 
 import (
+	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -14,96 +16,257 @@ import (
 // an assistant's or a tool's words, a summary, a fact — is written into
 // the memory block so that it cannot end the block's delimiters, or open a
 // new one, in any rendering (the default template, a custom one, each
-// dialect's form).
+// dialect's form). A template must enclose each block in one tag pair
+// (checkDelimiters), so the delimiters to guard are always tags.
 //
-// quoteText does it by escaping the opening bracket of anything in the
-// text that reads as a tag: "<", or a fullwidth or small less-than sign,
-// followed — after spaces, invisible format characters, combining marks
-// and slashes, however many — by a letter, "!" or "?", or by nothing (the
-// end of the text), becomes "&lt;". A character is read as the one its
-// compatibility decomposition starts with (NFKD, as a tokenizer that
-// normalises text to NFKC reads it): a circled "ⓜ" or a Roman numeral
-// "ⅿ" is a letter, a fullwidth "！" an "!". "</memory>", "< /MEMORY>",
-// "<\u200b/memory>", "</ⓜemory>" and "＜/ｍｅｍｏｒｙ＞" all lose their
-// bracket, as does a tag of any other name (a custom template's own
+// quoter.text does it by escaping the opening bracket of anything in the
+// text that reads as a tag, by two rules:
+//
+//   - "<", or a fullwidth or small less-than sign (tagBrackets), followed
+//     — after spaces, invisible format characters, combining marks,
+//     underscores and slashes, however many (skipped) — by a letter,
+//     "!" or "?", or by nothing (the end of the text), becomes "&lt;": a
+//     tag of any name.
+//   - A character that looks like "<" but that no normalisation makes one
+//     (lookalikeBrackets: "‹", "ᐸ", "❮", "〈", "≮" …), followed after the
+//     same characters by one of the names of the tags the block's template
+//     writes (quoter.names: "memory" for the default), in any case and
+//     width and with invisible characters between its letters — or by
+//     nothing, or a name's start, at the text's end —, becomes "&lt;"
+//     too. Elsewhere it is ordinary text — a quotation mark, an
+//     angle bracket in mathematics — and stays as it is: "‹salut›",
+//     "⟨x|y⟩" and "a ≮ b" read as they did.
+//
+// A character is read as the one its compatibility decomposition starts
+// with (NFKD, as a tokenizer that normalises text to NFKC reads it): a
+// circled "ⓜ" or a Roman numeral "ⅿ" is a letter, a fullwidth "！" an
+// "!". "</memory>", "< /MEMORY>", "<\u200b/memory>", "</ⓜemory>",
+// "＜/ｍｅｍｏｒｙ＞", "‹/memory›" and "ᐸ∕ＭＥＭＯＲＹ>" all lose their bracket,
+// as does a tag of any other name after a "<" (a custom template's own
 // delimiters included) and "a < b", while "<3", "a <= b" and "->" stay as
 // they were. The text reads the same to a model (an escaped tag is still
 // visibly a tag, as text); only memgate's own delimiters remain tags.
+// Lookalikes of ">" need nothing: a tag whose opening bracket is escaped
+// is no tag, however it ends.
 
-// tagBrackets are the characters quoteText treats as a tag's opening
+// tagBrackets are the characters quoter.text treats as a tag's opening
 // bracket: the less-than sign and the characters NFKC turns into one,
 // its fullwidth and small forms.
 const tagBrackets = "<\uFF1C\uFE64"
 
+// lookalikeBrackets are the characters that look like a tag's opening
+// bracket but that no normalisation makes one
+// (TestLookalikeBracketsAreNoLessThan keeps the two lists apart). From Unicode's confusables.txt (UTS #39):
+// the characters whose prototype is U+003C "<" — U+2039 "‹", U+02C2
+// "˂", U+1438 "ᐸ" (a letter), U+16B2 "ᚲ" (a letter), U+276E "❮",
+// U+1D236 "𝈶" —, and the angle brackets confusable with U+27E8 "⟨" —
+// "⟨" itself, U+2329 "〈", U+3008 "〈"; and U+226E "≮", a "<" by its
+// canonical decomposition (NFD: "<" and U+0338, a combining long solidus overlay) that
+// NFC composes again. "«" (U+00AB) is no confusable of "<" (its
+// prototype is "≪"), and is left alone.
+const lookalikeBrackets = "\u2039\u02C2\u1438\u16B2\u276E\U0001D236\u27E8\u2329\u3008\u226E"
+
+// brackets are every character quoter.text looks after.
+const brackets = tagBrackets + lookalikeBrackets
+
+// indexBracket returns the index of the first of brackets in s, -1 when
+// it has none. It reads ASCII a byte at a time (strings.IndexAny reads
+// every character against each of a set with non-ASCII characters).
+func indexBracket(s string) int {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c == '<' {
+				return i
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if strings.ContainsRune(brackets, r) {
+			return i
+		}
+		i += size
+	}
+	return -1
+}
+
 // slashLookalikes are the characters that look like a slash or a
-// backslash (Unicode's confusables of "/" and "\\" that are not
-// letters) but that no normalisation makes one: opensTag skips them as it
-// skips slashes, so "<∕memory>" loses its bracket too.
-const slashLookalikes = "\u2041\u2044\u2215\u2216\u2571\u2572\u27CB\u27CD\u29F5\u29F8\u29F9\u3033\u31D3\u31D4"
+// backslash but that no normalisation makes one: Unicode's confusables
+// of "/" and "\\" (confusables.txt, prototypes U+002F and U+005C), their
+// letters included ("ノ", "丿", "Ⳇ", "丶"; "⼃" and "⼂" are read as "丿"
+// and "丶", tagRune). The tag rules skip them as they skip slashes, so
+// "<∕memory>" and "‹ノmemory›" lose their bracket too.
+const slashLookalikes = "\u1735\u2041\u2044\u2215\u2216\u2571\u2572\u27CB\u27CD\u29F5\u29F8\u29F9\u2CC6\u3033\u30CE\u31D3\u31D4\u4E36\u4E3F" +
+	"\U0001D20F\U0001D23A\U0001D23B"
 
 // escapedBracket replaces a tag's opening bracket.
 const escapedBracket = "&lt;"
 
-// quoteText returns s with every tag-like opening bracket escaped (see
-// above); s itself when it has none. It is linear in s's length: each
-// bracket's look ahead stops at the first character that is not
-// skipped, a bracket at the latest, so no character is looked at for
-// two brackets.
-func quoteText(s string) string {
-	i := strings.IndexAny(s, tagBrackets)
+// tagNameRe finds the names of the tags a template's text writes.
+var tagNameRe = regexp.MustCompile(`<\s*/?\s*([A-Za-z][A-Za-z0-9_.:-]*)`)
+
+// templateTags returns the names of the tags template source src writes,
+// lower-cased, each once.
+func templateTags(src string) []string {
+	var names []string
+	for _, m := range tagNameRe.FindAllStringSubmatch(src, -1) {
+		if n := strings.ToLower(m[1]); !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// quoter quotes stored text for the blocks of one template. names are
+// the names of the tags the template writes (templateTags), lower-cased
+// ASCII: a lookalike bracket before one of them is escaped.
+type quoter struct {
+	names []string
+}
+
+// text returns s with every tag-like opening bracket escaped (see
+// above); s itself when it has none. It is linear in s's length (quote).
+func (q quoter) text(s string) string {
+	out, _ := q.quote(s)
+	return out
+}
+
+// quote is text, and also returns how many characters it read after
+// brackets: at most len(q.names)+1 per character of s, since each
+// bracket's look ahead stops at the first character that is neither
+// skipped nor part of a name, a bracket at the latest, so no character
+// is looked at for two brackets.
+func (q quoter) quote(s string) (string, int) {
+	i := indexBracket(s)
 	if i < 0 {
-		return s
+		return s, 0
 	}
 	var b strings.Builder
-	b.Grow(len(s) + 16)
-	last := 0
+	last, work := 0, 0
 	for i >= 0 {
-		_, size := utf8.DecodeRuneInString(s[i:])
-		if opensTag(s[i+size:]) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		rest := s[i+size:]
+		var opens bool
+		var n int
+		if strings.ContainsRune(tagBrackets, r) {
+			opens, n = opensTag(rest)
+		} else {
+			opens, n = q.opensOwnTag(rest)
+		}
+		work += n
+		if opens {
+			if b.Cap() == 0 {
+				b.Grow(len(s) + 16)
+			}
 			b.WriteString(s[last:i])
 			b.WriteString(escapedBracket)
 			last = i + size
 		}
-		next := strings.IndexAny(s[i+size:], tagBrackets)
+		next := indexBracket(rest)
 		if next < 0 {
 			break
 		}
 		i += size + next
 	}
 	if last == 0 {
-		return s
+		return s, work
 	}
 	b.WriteString(s[last:])
-	return b.String()
+	return b.String(), work
 }
 
-// opensTag reports whether rest, the text after a bracket, starts like a
-// tag: after any spaces, format characters, marks and slashes, a letter,
-// "!" or "?" — or nothing at all: what follows the text in the block (a
-// template's next line, another field) is not the text's to choose, so a
-// bracket that ends it is escaped too. Each character is read as its
-// compatibility decomposition's first (tagRune).
-func opensTag(rest string) bool {
+// opensTag reports whether rest, the text after a "<", starts like a
+// tag: after any spaces, format characters, marks and slashes (skipped),
+// a letter, "!" or "?" — or nothing at all: what follows the text in the
+// block (a template's next line, another field) is not the text's to
+// choose, so a bracket that ends it is escaped too. Each character is
+// read as its compatibility decomposition's first (tagRune). It also
+// returns how many characters it read.
+func opensTag(rest string) (bool, int) {
+	n := 0
 	for i := 0; i < len(rest); {
 		r, size := tagRune(rest[i:])
 		i += size
+		n++
 		switch {
 		case unicode.IsLetter(r) || r == '!' || r == '?':
-			return true
-		case r == '/' || r == '\\' || strings.ContainsRune(slashLookalikes, r) || unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.M, r):
-			// Marks are as invisible as format characters: a combining
-			// grapheme joiner or a variation selector in "</\u034fmemory>"
-			// hides nothing from a reader.
+			return true, n
+		case skipped(r):
 			continue
 		}
-		return false
+		return false, n
 	}
-	return true
+	return true, n
 }
 
-// tagRune returns the first character of s as opensTag reads it — the
-// first of its compatibility decomposition (NFKD: "ⓜ" is "m", "！" is
-// "!", "／" is "/"), itself when it has none — and its size in s.
+// opensOwnTag reports whether rest, the text after a lookalike of "<",
+// starts with one of q.names: after any characters opensTag skips, the
+// name's letters, in any case or width (tagRune), with only invisible
+// characters (format characters, marks) between them — or with the
+// start of a name, or nothing, at its end: as with opensTag, what
+// follows the text in the block is not the text's to choose (a bracket
+// ending one fact, and the next fact spelling "memory>", side by side in
+// a custom template). It also returns how many characters it read.
+func (q quoter) opensOwnTag(rest string) (bool, int) {
+	i, n := 0, 0
+	for i < len(rest) {
+		r, size := tagRune(rest[i:])
+		if !skipped(r) {
+			break
+		}
+		i, n = i+size, n+1
+	}
+	for _, name := range q.names {
+		ok, m := spells(rest[i:], name)
+		n += m
+		if ok {
+			return true, n
+		}
+	}
+	return false, n
+}
+
+// spells reports whether s starts with name (lower-case ASCII), or with
+// its start and then ends, read as opensOwnTag reads it, and how many
+// characters it read.
+func spells(s, name string) (bool, int) {
+	i, n := 0, 0
+	for k := 0; k < len(name); {
+		if i == len(s) {
+			return true, n
+		}
+		r, size := tagRune(s[i:])
+		i, n = i+size, n+1
+		switch {
+		case unicode.ToLower(r) == rune(name[k]):
+			k++
+		case !invisible(r):
+			return false, n
+		}
+	}
+	return true, n
+}
+
+// skipped reports whether the tag rules read past r between a bracket
+// and a tag's name: a slash or a character that looks like one, a space,
+// an "_" (a fact's line shows its key's as spaces, memory.Fact.Statement,
+// after quoting: "<_/memory>" is shown "< /memory>"), or an invisible
+// character.
+func skipped(r rune) bool {
+	return r == '/' || r == '\\' || r == '_' || strings.ContainsRune(slashLookalikes, r) || unicode.IsSpace(r) || invisible(r)
+}
+
+// invisible reports whether r is a format character or a mark. Marks are
+// as invisible as format characters: a combining grapheme joiner or a
+// variation selector in "</\u034fmemory>" hides nothing from a reader.
+func invisible(r rune) bool {
+	return unicode.Is(unicode.Cf, r) || unicode.Is(unicode.M, r)
+}
+
+// tagRune returns the first character of s as the tag rules read it —
+// the first of its compatibility decomposition (NFKD: "ⓜ" is "m", "！"
+// is "!", "／" is "/"), itself when it has none — and its size in s.
 func tagRune(s string) (rune, int) {
 	r, size := utf8.DecodeRuneInString(s)
 	if r < utf8.RuneSelf {
@@ -124,51 +287,81 @@ func tagRune(s string) (rune, int) {
 // spaces cost one per line, 2.3 % of a LoCoMo prompt's memory block).
 const continuationIndent = " "
 
-// quoteLines returns s quoted (quoteText) with its line breaks indented
+// lines returns s quoted (text) with its line breaks indented
 // (continuationIndent): how the block shows a fact's key or value, a
 // summary or a recalled passage.
-func quoteLines(s string) string {
-	return memory.IndentBreaks(quoteText(s), continuationIndent)
+func (q quoter) lines(s string) string {
+	return memory.IndentBreaks(q.text(s), continuationIndent)
 }
 
-// quoteFact returns f with its key and value quoted (quoteLines), as the
-// block shows it.
-func quoteFact(f memory.Fact) memory.Fact {
-	f.Key, f.Value = quoteLines(f.Key), quoteLines(f.Value)
+// fact returns f with its key and value quoted (lines), as the block
+// shows it.
+func (q quoter) fact(f memory.Fact) memory.Fact {
+	f.Key, f.Value = q.lines(f.Key), q.lines(f.Value)
 	return f
 }
 
-// quoted returns ld with its summary and facts — the ranked ones and all
+// loaded returns ld with its summary and facts — the ranked ones and all
 // the user's current ones the stable block chooses from — quoted
-// (quoteLines); the recalled items are quoted as they become passages
+// (lines); the recalled items are quoted as they become passages
 // (partCosts.passage), since recallFilter compares their text as stored.
 // ld's slices and summary are not changed: quoted copies replace them
 // where needed.
-func quoted(ld loaded) loaded {
+func (q quoter) loaded(ld loaded) loaded {
 	if ld.summary != nil {
 		// The summary is indented whole: its first line is stored text
 		// too, and starts a line of the block.
 		s := *ld.summary
-		s.Text = continuationIndent + quoteLines(s.Text)
+		s.Text = continuationIndent + q.lines(s.Text)
 		ld.summary = &s
 	}
-	ld.facts = quotedFacts(ld.facts)
-	ld.current = quotedFacts(ld.current)
+	ld.facts = q.facts(ld.facts)
+	ld.current = q.facts(ld.current)
 	return ld
 }
 
-// quotedFacts returns facts with each key and value quoted (quoteFact):
-// facts itself when none changes, else a copy.
-func quotedFacts(facts []memory.Fact) []memory.Fact {
+// facts returns facts with each key and value quoted (fact): facts
+// itself when none changes, else a copy.
+func (q quoter) facts(facts []memory.Fact) []memory.Fact {
 	for i, f := range facts {
-		if q := quoteFact(f); q.Key != f.Key || q.Value != f.Value {
+		if qf := q.fact(f); qf.Key != f.Key || qf.Value != f.Value {
 			out := make([]memory.Fact, len(facts))
 			copy(out, facts[:i])
 			for j := i; j < len(facts); j++ {
-				out[j] = quoteFact(facts[j])
+				out[j] = q.fact(facts[j])
 			}
 			return out
 		}
 	}
 	return facts
+}
+
+// passage returns the text of recalled item it quoted as its passage
+// shows it: lines, for a passage of turns (memory.PassageText: a turn per
+// line, its own line breaks one space deeper); for any other item (a
+// summary, a fact, a message recalled without its turns) with every line
+// break indented as deep as a turn's are, so that a line of it written
+// as a turn ("\nassistant: …") cannot pass for one.
+func (q quoter) passage(it memory.Item) string {
+	if len(it.Turns) > 0 {
+		return q.lines(it.Text)
+	}
+	return memory.IndentBreaks(q.text(it.Text), continuationIndent+continuationIndent)
+}
+
+// shows reports whether a rendered block's text shows the recalled item
+// it: its text, quoted as a block quotes it (passage).
+func (q quoter) shows(text string, it memory.Item) bool {
+	it.Text = strings.TrimSpace(it.Text)
+	return text != "" && it.Text != "" && strings.Contains(text, q.passage(it))
+}
+
+// conversationLabel is conversationLabel(c), "another conversation" for
+// a name that quoting would change: a name may hold letters that look
+// like a bracket ("ᐸ/memory"), and a heading shows it as it is.
+func (q quoter) conversationLabel(c string) string {
+	if q.text(c) != c {
+		return conversationLabel("")
+	}
+	return conversationLabel(c)
 }

@@ -147,12 +147,12 @@ func (pc *partCosts) passage(i int) (p Passage, cost, heading int, ok bool) {
 		pc.lines.Grow(n)
 	}
 	b := &pc.lines
-	conv := quoteLines(it.Conversation)
+	conv := pc.a.q.lines(it.Conversation)
 	start := b.Len()
 	here := it.Conversation == pc.conv
 	from := ""
 	if !here {
-		from = conversationLabel(it.Conversation)
+		from = pc.a.q.conversationLabel(it.Conversation)
 	}
 	at := passageTime(it)
 	b.WriteString("[")
@@ -166,7 +166,7 @@ func (pc *partCosts) passage(i int) (p Passage, cost, heading int, ok bool) {
 	b.WriteString("]\n")
 	lineStart := b.Len()
 	b.WriteString("- ")
-	text := quoteLines(it.Text) // stored text is data: it cannot end the block, or forge its layout
+	text := pc.a.q.passage(it) // stored text is data: it cannot end the block, or forge its layout
 	b.WriteString(text)
 	b.WriteByte('\n')
 	s := b.String()

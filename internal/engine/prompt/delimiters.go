@@ -1,0 +1,71 @@
+package prompt
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// openingTag matches a block's opening tag, "<name>" or "<name
+// attributes>", at its start, and captures the name.
+var openingTag = regexp.MustCompile(`^<([A-Za-z][A-Za-z0-9_.:-]*)(?:\s[^<>]*)?>`)
+
+// checkDelimiters fails unless every block tmpl renders is enclosed in
+// one tag pair — it starts with an opening tag ("<memory>") and ends
+// with the same name's closing tag ("</memory>") —, or is empty. Quoting
+// (quoter) keeps stored text from writing a tag, and from writing a
+// lookalike of one that spells a name tmpl writes; a block delimited
+// otherwise ("MEMORY:" … "END OF MEMORY", "[memory]" … "[/memory]", a
+// Markdown fence) could be closed by stored text that spells its closing
+// line, so it is refused rather than sent. tmpl is rendered over sample
+// data with every part set, with each part alone and with none, so a
+// branch of it that delimits the block otherwise is found too. It returns
+// the names of the tags tmpl's source and its sample blocks write
+// (templateTags): those a lookalike bracket may not begin.
+func checkDelimiters(src string, tmpl *template.Template) ([]string, error) {
+	names := templateTags(src)
+	for _, d := range delimiterSamples() {
+		var b strings.Builder
+		if err := tmpl.Execute(&b, d); err != nil {
+			return nil, fmt.Errorf("prompt: memory template: render a sample block: %w", err)
+		}
+		text := strings.TrimSpace(b.String())
+		if text == "" {
+			continue
+		}
+		for _, n := range templateTags(text) {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+		m := openingTag.FindStringSubmatch(text)
+		if m == nil || len(text) < len(m[0])+len("</"+m[1]+">") || !strings.HasSuffix(text, "</"+m[1]+">") {
+			return nil, fmt.Errorf("prompt: memory template must enclose each block it renders in one tag pair, <name>…</name> "+
+				"(as the default's <memory>…</memory>), so that stored text cannot close it; it renders %q: %w",
+				memory.Truncate(text, 120), memory.ErrInvalid)
+		}
+	}
+	return names, nil
+}
+
+// delimiterSamples returns the data checkDelimiters renders: every part
+// set, each part alone, and none.
+func delimiterSamples() []BlockData {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	pinned := []memory.Fact{{Type: memory.FactGoal, Key: "goal", Value: "stored text", Pinned: true}}
+	facts := []memory.Fact{{Type: memory.FactProfile, Key: "city", Value: "stored text"}}
+	passages := []Passage{
+		{Date: "2026-01-02", Conversation: "c", Here: true, Kind: "message", Text: "stored text", At: at},
+		{Date: "2026-01-02", Conversation: "d", From: "conversation d", Kind: "message", Text: "stored text", At: at},
+	}
+	return []BlockData{
+		{Pinned: pinned, Summary: "stored text", Facts: facts, Passages: passages},
+		{Pinned: pinned}, {Summary: "stored text"}, {Facts: facts}, {Passages: passages},
+		{},
+	}
+}
