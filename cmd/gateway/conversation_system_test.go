@@ -266,3 +266,53 @@ func TestChangingSystemPromptIsOneConversation(t *testing.T) {
 		})
 	}
 }
+
+// TestChatOfAnEarlierBuildGoesOn: a headerless full-history chat that an
+// earlier memgate stored under the id it derived with the system prompt
+// hashed (memory.LegacyConversation; simulated here by naming that id)
+// goes on there after the upgrade, through `gateway serve` on both
+// stores: its next turns, streamed and not, answer in that conversation
+// and store only what is new — its history is not stored again, whole,
+// under the id derived now.
+func TestChatOfAnEarlierBuildGoesOn(t *testing.T) {
+	for _, store := range []string{"sqlite", "postgres+redis"} {
+		t.Run(store, func(t *testing.T) {
+			up := upstreamtest.New(t, echoUpstream())
+			url := serveOnStore(t, store, up)
+			history := []map[string]any{{"role": "system", "content": "You are terse."}}
+			say := func(text string, named bool, stream bool, want string) {
+				t.Helper()
+				history = append(history, user(text))
+				h := map[string]string{"X-Memory-User": "olga"}
+				if named {
+					h["X-Memory-Conversation"] = want
+				}
+				r := chat(t, url, h, stream, history...)
+				if r.Status != 200 {
+					t.Fatalf("status %d: %s", r.Status, r.Body)
+				}
+				if got := r.Header.Get("X-Memory-Conversation"); got != want {
+					t.Fatalf("%q answered in %q, want %q", text, got, want)
+				}
+				history = append(history, assistant("ack: "+text))
+			}
+			legacy := memory.LegacyConversation(memory.DefaultTenant, "olga", []memory.Message{
+				{Role: "system", Content: "You are terse."}, {Role: "user", Content: "I am Olga."}})
+			if legacy == memory.DerivedConversation(memory.DefaultTenant, "olga", []memory.Message{{Role: "user", Content: "I am Olga."}}) {
+				t.Fatal("the legacy id is the one derived now")
+			}
+			say("I am Olga.", true, false, legacy)
+			say("I live in Porto.", true, false, legacy)
+			waitServedConversations(t, url, "olga", map[string]int{legacy: 4})
+
+			say("I have a dog.", false, true, legacy)
+			say("What do you know?", false, false, legacy)
+			var want []string
+			for _, m := range history[1:] {
+				want = append(want, fmt.Sprint(m["role"], ": ", m["content"]))
+			}
+			waitServedConversations(t, url, "olga", map[string]int{legacy: 8})
+			assertServed(t, url, "olga", legacy, want)
+		})
+	}
+}

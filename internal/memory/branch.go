@@ -41,6 +41,22 @@ func seed(tenant, user string, msgs []Message, system bool) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// Routed is where a request that names no conversation and resends its
+// history goes on (internal/engine/record's Router), and what its
+// exchange carries so that its save finds the same place.
+type Routed struct {
+	// Conversation is the conversation the request goes on in: its
+	// DerivedConversation (or the LegacyConversation an earlier memgate
+	// stored its chat in), or a branch of that one (BranchOf).
+	Conversation string
+	// Root is the conversation Conversation is a branch of; "" when it
+	// is none (Exchange.Root).
+	Root string
+	// Seed is the BranchSeed the ids of Root's branches derive from
+	// (Exchange.BranchSeed).
+	Seed string
+}
+
 // BranchOf is the conversation of a branch of a derived conversation: a
 // request that names none, whose resent history parts from what its
 // DerivedConversation holds (another chat opening the same way, or an
