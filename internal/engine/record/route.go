@@ -27,8 +27,9 @@ type HeadReader interface {
 
 // Router places a request that names no conversation and resends its
 // history in the branch of its derived conversation that the history
-// continues. Two chats of one user that open alike (the same system prompt
-// and first user message) derive the same conversation, and so does a chat
+// continues. Two chats of one user that open alike (the same first user
+// message, whatever their system prompts: two personas of one app) derive
+// the same conversation, and so does a chat
 // whose client edited an earlier message: storing such a request there
 // would supersede, as an edit, the other chat's turns or the original
 // branch. Route sends it to a conversation of its own instead
