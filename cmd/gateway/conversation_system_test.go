@@ -6,37 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/testenv"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
-
-// serveOnStore runs `gateway serve` in front of up on store ("sqlite", or
-// "postgres+redis": a database and a Redis prefix of the test's own) and
-// returns its base URL.
-func serveOnStore(t *testing.T, store string, up *upstreamtest.Server) string {
-	t.Helper()
-	dir := t.TempDir()
-	cfg := "memory:\n  load_timeout: 10s\n  embedding_timeout: 10s\n"
-	if store == "postgres+redis" {
-		cfg += "store:\n  driver: postgres\n  postgres_url: " + strconv.Quote(testenv.PostgresURL(t)) +
-			"\n  redis_url: " + strconv.Quote(testenv.RedisURL(t)) + "\n  redis_prefix: " + strconv.Quote(testenv.RedisPrefix(t)) + "\n"
-	} else {
-		cfg += "store:\n  sqlite_path: " + strconv.Quote(filepath.Join(dir, "memgate.db")) + "\n"
-	}
-	path := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	base, _ := mustServeEnv(t, map[string]string{"GATEWAY_CONFIG": path, "GATEWAY_UPSTREAM_BASE_URL": up.URL()})
-	return base
-}
 
 // clockChat is a headerless full-history chat whose client puts the
 // current time in its system prompt, as many apps do: each request
@@ -115,11 +90,10 @@ func (c *clockChat) send(stream bool) string {
 	return resp.Header.Get("X-Memory-Conversation")
 }
 
-// lines returns the chat's history from index from to index to
-// (exclusive) as "role: content" lines.
-func (c *clockChat) lines(from, to int) []string {
+// lines returns the chat's history as "role: content" lines.
+func (c *clockChat) lines() []string {
 	var out []string
-	for _, m := range c.history[from:to] {
+	for _, m := range c.history {
 		out = append(out, fmt.Sprint(m["role"], ": ", m["content"]))
 	}
 	return out
@@ -133,9 +107,8 @@ func (c *clockChat) fork(drop int) *clockChat {
 	return &d
 }
 
-// servedConversations returns, as the management API lists them, user's
-// conversations (id → message count), and waits until there are want
-// with those counts.
+// waitServedConversations waits until user's conversations, as the
+// management API lists them, are exactly want (id → message count).
 func waitServedConversations(t *testing.T, url, user string, want map[string]int) {
 	t.Helper()
 	var got map[string]int
@@ -196,7 +169,7 @@ func TestChangingSystemPromptIsOneConversation(t *testing.T) {
 	for _, store := range []string{"sqlite", "postgres+redis"} {
 		t.Run(store, func(t *testing.T) {
 			up := upstreamtest.New(t, countingUpstream())
-			url := serveOnStore(t, store, up)
+			url := serveOnStore(t, store, map[string]string{"GATEWAY_UPSTREAM_BASE_URL": up.URL()})
 
 			// The probe: 5 turns, each with another system prompt.
 			c := newClockChat(t, url, "zed", "You are a helpful assistant.")
@@ -214,7 +187,7 @@ func TestChangingSystemPromptIsOneConversation(t *testing.T) {
 				}
 			}
 			waitServedConversations(t, url, "zed", map[string]int{x: 10})
-			assertServed(t, url, "zed", x, c.lines(0, 10))
+			assertServed(t, url, "zed", x, c.lines())
 
 			// Regenerate the last answer: the same conversation, the new
 			// answer in place of the old.
@@ -223,7 +196,7 @@ func TestChangingSystemPromptIsOneConversation(t *testing.T) {
 				t.Fatalf("regenerated turn in %q, want %q", got, x)
 			}
 			eventually(t, "the regenerated answer in place of the old one", func() bool {
-				return strings.Join(servedConversation(t, url, "zed", x), "\n") == strings.Join(regen.lines(0, 10), "\n")
+				return strings.Join(servedConversation(t, url, "zed", x), "\n") == strings.Join(regen.lines(), "\n")
 			})
 
 			// Edit the last user message: a conversation of its own; the
@@ -240,8 +213,8 @@ func TestChangingSystemPromptIsOneConversation(t *testing.T) {
 				t.Fatalf("the original's next turn in %q, want %q", got, x)
 			}
 			waitServedConversations(t, url, "zed", map[string]int{x: 12, f: 12})
-			assertServed(t, url, "zed", x, regen.lines(0, 12))
-			assertServed(t, url, "zed", f, edit.lines(0, 12))
+			assertServed(t, url, "zed", x, regen.lines())
+			assertServed(t, url, "zed", f, edit.lines())
 
 			// Two personas of one app, the same user, the same first
 			// message answered differently, then going on differently.
@@ -261,8 +234,8 @@ func TestChangingSystemPromptIsOneConversation(t *testing.T) {
 				t.Fatalf("the monk's third turn in %q, want %q", got, mx)
 			}
 			waitServedConversations(t, url, "yan", map[string]int{px: 6, mx: 6})
-			assertServed(t, url, "yan", px, pirate.lines(0, 6))
-			assertServed(t, url, "yan", mx, monk.lines(0, 6))
+			assertServed(t, url, "yan", px, pirate.lines())
+			assertServed(t, url, "yan", mx, monk.lines())
 		})
 	}
 }
@@ -278,7 +251,7 @@ func TestChatOfAnEarlierBuildGoesOn(t *testing.T) {
 	for _, store := range []string{"sqlite", "postgres+redis"} {
 		t.Run(store, func(t *testing.T) {
 			up := upstreamtest.New(t, echoUpstream())
-			url := serveOnStore(t, store, up)
+			url := serveOnStore(t, store, map[string]string{"GATEWAY_UPSTREAM_BASE_URL": up.URL()})
 			history := []map[string]any{{"role": "system", "content": "You are terse."}}
 			say := func(text string, named bool, stream bool, want string) {
 				t.Helper()
