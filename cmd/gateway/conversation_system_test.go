@@ -56,38 +56,45 @@ func (c *clockChat) send(stream bool) string {
 	if resp.StatusCode != 200 {
 		c.t.Fatalf("status %d: %s", resp.StatusCode, b)
 	}
-	reply := ""
-	if stream {
-		for line := range strings.SplitSeq(string(b), "\n") {
-			var ev struct {
-				Choices []struct {
-					Delta struct {
-						Content string `json:"content"`
-					} `json:"delta"`
-				} `json:"choices"`
-			}
-			if data, ok := strings.CutPrefix(line, "data: "); ok && json.Unmarshal([]byte(data), &ev) == nil && len(ev.Choices) > 0 {
-				reply += ev.Choices[0].Delta.Content
-			}
-		}
-	} else {
-		var out struct {
-			Choices []struct {
-				Message struct {
-					Content string `json:"content"`
-				} `json:"message"`
-			} `json:"choices"`
-		}
-		if err := json.Unmarshal(b, &out); err != nil || len(out.Choices) != 1 {
-			c.t.Fatalf("reply %s: %v", b, err)
-		}
-		reply = out.Choices[0].Message.Content
-	}
+	reply := chatReply(b)
 	if reply == "" {
 		c.t.Fatalf("no reply in %s", b)
 	}
 	c.history = append(c.history, map[string]any{"role": "assistant", "content": reply})
 	return resp.Header.Get("X-Memory-Conversation")
+}
+
+// chatReply returns the text of a chat completion's one choice: its
+// message's, or, of a streamed answer (b holds SSE events), its deltas'
+// put together. "" when b holds none.
+func chatReply(b []byte) string {
+	type choice struct {
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+		Delta struct {
+			Content string `json:"content"`
+		} `json:"delta"`
+	}
+	var out struct {
+		Choices []choice `json:"choices"`
+	}
+	if json.Unmarshal(b, &out) == nil {
+		if len(out.Choices) != 1 {
+			return ""
+		}
+		return out.Choices[0].Message.Content
+	}
+	reply := ""
+	for line := range strings.SplitSeq(string(b), "\n") {
+		var ev struct {
+			Choices []choice `json:"choices"`
+		}
+		if data, ok := strings.CutPrefix(line, "data: "); ok && json.Unmarshal([]byte(data), &ev) == nil && len(ev.Choices) > 0 {
+			reply += ev.Choices[0].Delta.Content
+		}
+	}
+	return reply
 }
 
 // lines returns the chat's history as "role: content" lines.
