@@ -69,17 +69,11 @@ func (c *forkChat) trySend() (string, error) {
 	if resp.StatusCode != 200 {
 		return "", fmt.Errorf("status %d: %s", resp.StatusCode, b)
 	}
-	var out struct {
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
+	reply := chatReply(b)
+	if reply == "" {
+		return "", fmt.Errorf("no reply in %s", b)
 	}
-	if err := json.Unmarshal(b, &out); err != nil || len(out.Choices) != 1 {
-		return "", fmt.Errorf("reply %s: %v", b, err)
-	}
-	c.history = append(c.history, map[string]any{"role": "assistant", "content": out.Choices[0].Message.Content})
+	c.history = append(c.history, map[string]any{"role": "assistant", "content": reply})
 	return resp.Header.Get("X-Memory-Conversation"), nil
 }
 

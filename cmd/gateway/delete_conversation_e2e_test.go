@@ -2,14 +2,10 @@ package main
 
 import (
 	"net/http"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/testenv"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
@@ -27,20 +23,7 @@ func TestDeleteConversationForgetsItsPins(t *testing.T) {
 	for _, store := range []string{"sqlite", "postgres+redis"} {
 		t.Run(store, func(t *testing.T) {
 			up := upstreamtest.New(t, recallUpstream())
-			dir := t.TempDir()
-			cfg := "memory:\n  load_timeout: 10s\n"
-			if store == "postgres+redis" {
-				cfg += "store:\n  driver: postgres\n  postgres_url: " + strconv.Quote(testenv.PostgresURL(t)) +
-					"\n  redis_url: " + strconv.Quote(testenv.RedisURL(t)) + "\n  redis_prefix: " + strconv.Quote(testenv.RedisPrefix(t)) + "\n"
-			} else {
-				cfg += "store:\n  sqlite_path: " + strconv.Quote(filepath.Join(dir, "memgate.db")) + "\n"
-			}
-			path := filepath.Join(dir, "config.yaml")
-			if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			base, _ := mustServeEnv(t, map[string]string{
-				"GATEWAY_CONFIG":            path,
+			base := serveOnStore(t, store, map[string]string{
 				"GATEWAY_UPSTREAM_BASE_URL": up.URL(),
 				// A key for the side models, so facts are extracted too.
 				"GATEWAY_UPSTREAM_API_KEY": "test-upstream-key",

@@ -8,12 +8,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/memgate/memgate/internal/identity"
+	"github.com/memgate/memgate/internal/testenv"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
@@ -101,6 +103,28 @@ func mustServeEnv(t *testing.T, vars map[string]string) (string, *logSink) {
 		return resp.StatusCode == http.StatusOK
 	})
 	return url, logs
+}
+
+// serveOnStore runs `gateway serve` with vars on store ("sqlite", or
+// "postgres+redis": a database and a Redis prefix of the test's own),
+// with 10s to load memory and embed a query, and returns its base URL.
+func serveOnStore(t *testing.T, store string, vars map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := "memory:\n  load_timeout: 10s\n  embedding_timeout: 10s\n"
+	if store == "postgres+redis" {
+		cfg += "store:\n  driver: postgres\n  postgres_url: " + strconv.Quote(testenv.PostgresURL(t)) +
+			"\n  redis_url: " + strconv.Quote(testenv.RedisURL(t)) + "\n  redis_prefix: " + strconv.Quote(testenv.RedisPrefix(t)) + "\n"
+	} else {
+		cfg += "store:\n  sqlite_path: " + strconv.Quote(filepath.Join(dir, "memgate.db")) + "\n"
+	}
+	path := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars["GATEWAY_CONFIG"] = path
+	base, _ := mustServeEnv(t, vars)
+	return base
 }
 
 // serveConfigured runs `gateway serve` as mustServeEnv does, on SQLite in

@@ -36,7 +36,7 @@ type Preparer interface {
 	// (see engine.Engine.Route; cut is msgs' memory.Cut), and the user's
 	// revision counters it read (nil: none; a preview reads its own); it
 	// never fails.
-	Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (string, *memory.Revisions)
+	Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (memory.Routed, *memory.Revisions)
 }
 
 // ImpliedConversation is the conversation a memory-on request naming none
@@ -49,8 +49,8 @@ func ImpliedConversation(ctx context.Context, p Preparer, id memory.Identity, ms
 	if id.Conversation == memory.DefaultConversation {
 		return id.Conversation
 	}
-	if routed, _ := p.Route(ctx, id, msgs, memory.CutRequest(msgs, keep)); routed != "" {
-		return routed
+	if routed, _ := p.Route(ctx, id, msgs, memory.CutRequest(msgs, keep)); routed.Conversation != "" {
+		return routed.Conversation
 	}
 	return id.Conversation
 }

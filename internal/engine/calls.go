@@ -66,12 +66,14 @@ func (c *Core) waitStored(ctx context.Context, id memory.Identity) (waited, idle
 	return waited, err == nil
 }
 
-// Route returns the conversation of a request whose conversation was
-// derived from its history (see record.Router.Route): the derived one, or
-// the branch of it that the history continues. It first waits, briefly
-// (as Prepare does), for turns of the derived conversation being stored,
-// so that it compares with what they store. With no core connected, or no
-// Router, the request stays where it is.
+// Route returns where a request whose conversation was derived from its
+// history goes on (see record.Router.Route): the derived one, or the
+// branch of it that the history continues (or the conversation an
+// earlier memgate derived for it, or a branch of that one). It first
+// waits, briefly (as Prepare does), for turns of the derived conversation
+// being stored, so that it compares with what they store. With no core
+// connected, or no Router, it returns the zero Routed: the request stays
+// where it is.
 //
 // It returns the user's revision counters it read too, for the request's
 // Prepare (memory.Request.Revisions), when they are as current as Prepare
@@ -80,17 +82,17 @@ func (c *Core) waitStored(ctx context.Context, id memory.Identity) (waited, idle
 // a turn was being stored by then). Otherwise it returns nil: a turn of
 // the branch, or one the wait gave up on, could be stored between routing
 // and Prepare, and Prepare's wait could not tell.
-func (e *Engine) Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (string, *memory.Revisions) {
+func (e *Engine) Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (memory.Routed, *memory.Revisions) {
 	c := e.cur.Load()
 	if c == nil || c.Router == nil {
-		return id.Conversation, nil
+		return memory.Routed{}, nil
 	}
 	_, idle := c.waitStored(ctx, id)
-	conv, rev := c.Router.Route(ctx, id, msgs, cut)
-	if !idle || conv != id.Conversation {
+	routed, rev := c.Router.Route(ctx, id, msgs, cut)
+	if !idle || routed.Conversation != id.Conversation {
 		rev = nil
 	}
-	return conv, rev
+	return routed, rev
 }
 
 // Capture records a finished exchange, or drops and counts it while no

@@ -128,7 +128,9 @@ func (rc *routedCore) requestWith(t testing.TB, msgs []memory.Message, handOn bo
 	id.Conversation = memory.ImpliedConversation(id.Tenant, id.User, msgs)
 	var rev *memory.Revisions
 	if id.Conversation != memory.DefaultConversation {
-		id.Conversation, rev = rc.e.Route(ctx, id, msgs, memory.CutRequest(msgs, 0))
+		var routed memory.Routed
+		routed, rev = rc.e.Route(ctx, id, msgs, memory.CutRequest(msgs, 0))
+		id.Conversation = routed.Conversation
 	}
 	if !handOn {
 		rev = nil
@@ -185,10 +187,10 @@ func TestRoutedRequestReadsRevisionsOnce(t *testing.T) {
 		next := chat(2)
 		ctx := context.Background()
 		rctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-		conv, rev := rc.e.Route(rctx, id, next, memory.CutRequest(next, 0))
+		routed, rev := rc.e.Route(rctx, id, next, memory.CutRequest(next, 0))
 		cancel()
 		if rev != nil {
-			t.Fatalf("Route handed on revisions read while a turn of %s was being stored", conv)
+			t.Fatalf("Route handed on revisions read while a turn of %s was being stored", routed.Conversation)
 		}
 		before := rc.revs.reads.Load()
 		done := make(chan error, 1)

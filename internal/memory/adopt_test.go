@@ -16,8 +16,13 @@ func TestCandidate(t *testing.T) {
 	if c := Candidate("t", "u", []Message{sys, u1, a1, u2}); c != "" {
 		t.Fatalf("a continuation has candidate %q, want none", c)
 	}
-	if Candidate("t", "u", []Message{u1}) == first {
-		t.Fatal("a different system prompt gives the same candidate")
+	// The system prompt is not the chat's: one that changes on every
+	// request (the current time, say) keeps the candidate.
+	if Candidate("t", "u", []Message{u1}) != first {
+		t.Fatal("another system prompt gives another candidate")
+	}
+	if Candidate("t", "u", []Message{sys, u2}) == first {
+		t.Fatal("another first message gives the same candidate")
 	}
 }
 

@@ -8,22 +8,53 @@ import (
 )
 
 // BranchSeed is what the ids of a derived conversation's branches hash
-// besides the history: a digest, in hex, of the tenant, the user and the
-// system and developer messages of msgs (a request's messages). It reveals
-// none of them. An exchange carries it (Exchange.BranchSeed), so that its
-// save can find the branch its history continues (BranchOf) without the
-// system prompt, which memgate does not keep.
+// besides the history: a digest, in hex, of the tenant and the user. It
+// reveals neither. An exchange carries it (Exchange.BranchSeed), so that
+// its save can find the branch its history continues (BranchOf). msgs (a
+// request's messages) are not hashed, their system and developer messages
+// no more than in DerivedConversation: a system prompt that changes on
+// every request must not move the chat to another branch.
 func BranchSeed(tenant, user string, msgs []Message) string {
+	return seed(tenant, user, msgs, false)
+}
+
+// LegacyBranchSeed is the BranchSeed an earlier memgate gave a request
+// (the system and developer messages of msgs hashed too), from which the
+// branches of its LegacyConversation were derived. It is BranchSeed for a
+// request carrying no system message.
+func LegacyBranchSeed(tenant, user string, msgs []Message) string {
+	return seed(tenant, user, msgs, true)
+}
+
+// seed is BranchSeed, hashing msgs' system and developer messages too
+// when system is set (LegacyBranchSeed).
+func seed(tenant, user string, msgs []Message, system bool) string {
 	h := sha256.New()
 	h.Write([]byte("memgate branch seed\x00"))
 	field(h, tenant)
 	field(h, user)
 	for _, m := range msgs {
-		if IsSystem(m.Role) {
+		if system && IsSystem(m.Role) {
 			field(h, m.Content)
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Routed is where a request that names no conversation and resends its
+// history goes on (internal/engine/record's Router), and what its
+// exchange carries so that its save finds the same place.
+type Routed struct {
+	// Conversation is the conversation the request goes on in: its
+	// DerivedConversation (or the LegacyConversation an earlier memgate
+	// stored its chat in), or a branch of that one (BranchOf).
+	Conversation string
+	// Root is the conversation Conversation is a branch of; "" when it
+	// is none (Exchange.Root).
+	Root string
+	// Seed is the BranchSeed the ids of Root's branches derive from
+	// (Exchange.BranchSeed).
+	Seed string
 }
 
 // BranchOf is the conversation of a branch of a derived conversation: a

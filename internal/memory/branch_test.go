@@ -5,7 +5,9 @@ import "testing"
 // TestBranchOf: a save finds the branch a request's history continues
 // from the exchange alone — its BranchSeed and its non-system messages —
 // as the request's own routing does from all its messages; the seed
-// tells nothing of the system prompt but changes with it.
+// tells nothing of the system prompt and does not change with it (a
+// client may send another one with every request), while
+// LegacyBranchSeed, an earlier memgate's seed, does.
 func TestBranchOf(t *testing.T) {
 	m := func(role, content string) Message { return Message{Role: role, Content: content} }
 	msgs := []Message{m("system", "You are helpful."), m("user", "hi"), m("assistant", "Hello!"), m("user", "plan a trip"), m("assistant", "Where?")}
@@ -15,8 +17,12 @@ func TestBranchOf(t *testing.T) {
 			t.Fatalf("BranchOf(seed, history, %d) = %q, want BranchConversation's %q", through, got, want)
 		}
 	}
-	if other := BranchSeed("t", "u", append([]Message{m("system", "Be terse.")}, msgs[1:]...)); other == seed {
-		t.Fatalf("BranchSeed ignores the system prompt")
+	terse := append([]Message{m("system", "Be terse.")}, msgs[1:]...)
+	if other := BranchSeed("t", "u", terse); other != seed {
+		t.Fatalf("BranchSeed changes with the system prompt")
+	}
+	if LegacyBranchSeed("t", "u", terse) == LegacyBranchSeed("t", "u", msgs) || LegacyBranchSeed("t", "u", msgs[1:]) != seed {
+		t.Fatalf("LegacyBranchSeed ignores the system prompt, or differs from BranchSeed without one")
 	}
 	if len(seed) != 64 {
 		t.Fatalf("BranchSeed = %q, want 64 hex digits", seed)

@@ -285,16 +285,21 @@ type Exchange struct {
 	// the exchange (see Adopter).
 	Candidate string `json:"candidate,omitempty"`
 	// Derived is true when Conversation was derived from a resent history
-	// (DerivedConversation) because the request named none.
+	// (DerivedConversation, or the LegacyConversation an earlier memgate
+	// stored the chat in, or a branch of either: Routed) because the
+	// request named none.
 	Derived bool `json:"derived,omitempty"`
 	// Root is set, with Derived, on an exchange whose request was routed
-	// from its DerivedConversation to a BranchConversation because its
-	// resent history parts from what the derived one holds: the derived
-	// conversation, the Candidate its chat's first turn was recorded with,
-	// so the branch adopts that turn (see Adopter).
+	// from its DerivedConversation (or LegacyConversation) to a branch of
+	// it (BranchOf) because its resent history parts from what that one
+	// holds: the conversation it was routed from (Routed.Root), the
+	// Candidate its chat's first turn was recorded with, so the branch
+	// adopts that turn (see Adopter).
 	Root string `json:"root,omitempty"`
-	// BranchSeed is set, with Derived, to the BranchSeed of the request's
-	// messages. It guards the chats that share a derived conversation
+	// BranchSeed is set, with Derived, to the seed of the branches the
+	// request was routed through (Routed.Seed: the BranchSeed of its
+	// messages, or their LegacyBranchSeed in a chat an earlier memgate
+	// stored). It guards the chats that share a derived conversation
 	// against each other: the save is refused (SaveResult.Parted) when the
 	// conversation's live history parts from Prior and Turn (Parts) — say
 	// another chat that opened alike stored its turns there while this

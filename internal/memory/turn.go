@@ -82,11 +82,29 @@ func SplitAnswered(msgs []Message) (answered, unanswered []Message) {
 const DefaultConversation = "default"
 
 // DerivedConversation is the conversation id of a request that names none but
-// resends its history: a hash of the tenant, the user, the system and
-// developer messages and the first user message, so every turn of the same
-// chat — each resending the same start — lands in one conversation. msgs are
-// the request's messages, system ones included.
+// resends its history: a hash of the tenant, the user and the first user
+// message, so every turn of the same chat — each resending the same start —
+// lands in one conversation. msgs are the request's messages; their system
+// and developer messages are not hashed: many clients change them on every
+// request (the current time, context retrieved for the turn, a lorebook
+// entry, a profile block), which would give every turn a conversation of
+// its own. Chats that open alike are told apart by their histories (see
+// BranchOf).
 func DerivedConversation(tenant, user string, msgs []Message) string {
+	return derive(tenant, user, msgs, false)
+}
+
+// LegacyConversation is the conversation id an earlier memgate derived for
+// a request that names none (DerivedConversation with the system and
+// developer messages hashed too), under which the chats it stored go on.
+// It is DerivedConversation for a request carrying no system message.
+func LegacyConversation(tenant, user string, msgs []Message) string {
+	return derive(tenant, user, msgs, true)
+}
+
+// derive is DerivedConversation, hashing msgs' system and developer
+// messages too when system is set (LegacyConversation).
+func derive(tenant, user string, msgs []Message, system bool) string {
 	h := sha256.New()
 	for _, s := range []string{tenant, user} {
 		h.Write([]byte(s))
@@ -95,8 +113,10 @@ func DerivedConversation(tenant, user string, msgs []Message) string {
 	var first string
 	for _, m := range msgs {
 		if IsSystem(m.Role) {
-			h.Write([]byte(m.Content))
-			h.Write([]byte{0})
+			if system {
+				h.Write([]byte(m.Content))
+				h.Write([]byte{0})
+			}
 			continue
 		}
 		if m.Role == "user" && first == "" {
@@ -113,7 +133,7 @@ func DerivedConversation(tenant, user string, msgs []Message) string {
 // of one chat lands in one conversation; a client that sends only its
 // current turn (a user message, or a tool loop; see SplitCurrent) continues
 // the user's DefaultConversation. msgs are the request's messages, system
-// ones included.
+// ones included (they decide nothing).
 func ImpliedConversation(tenant, user string, msgs []Message) string {
 	rest := make([]Message, 0, len(msgs))
 	for _, m := range msgs {

@@ -106,9 +106,10 @@ func TestImpliedConversation(t *testing.T) {
 
 // TestBranchConversation states the id of a derived conversation's branch:
 // in DerivedConversation's form, never equal to it, equal for requests
-// that agree on the tenant, the user, the system messages and the
-// non-system messages through the index (whatever follows, whatever their
-// Raw), different when any of those differ.
+// that agree on the tenant, the user and the non-system messages through
+// the index (whatever follows, whatever their Raw, whatever their system
+// messages: a client may change its system prompt on every request),
+// different when any of those differ.
 func TestBranchConversation(t *testing.T) {
 	m := func(role, content string) Message { return Message{Role: role, Content: content} }
 	sys := m("system", "You are helpful.")
@@ -126,8 +127,8 @@ func TestBranchConversation(t *testing.T) {
 		{"another raw", "t", []Message{sys, {Role: "user", Content: "hi", Raw: json.RawMessage(`{"role":"user","content":"hi"}`)}, m("assistant", "Hello!"), m("user", "plan a trip")}, 2, true},
 		{"system message moved", "t", []Message{m("user", "hi"), sys, m("assistant", "Hello!"), m("user", "plan a trip")}, 2, true},
 		{"another tenant", "t2", base, 2, false},
-		{"another system prompt", "t", []Message{m("system", "Be terse."), base[1], base[2], base[3]}, 2, false},
-		{"no system prompt", "t", base[1:], 2, false},
+		{"another system prompt", "t", []Message{m("system", "Be terse."), base[1], base[2], base[3]}, 2, true},
+		{"no system prompt", "t", base[1:], 2, true},
 		{"another message at the index", "t", []Message{sys, base[1], base[2], m("user", "write a letter")}, 2, false},
 		{"another earlier message", "t", []Message{sys, base[1], m("assistant", "Hi!"), base[3]}, 2, false},
 		{"another role", "t", []Message{sys, base[1], m("user", "Hello!"), base[3]}, 2, false},

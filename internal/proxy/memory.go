@@ -34,15 +34,17 @@ type Capturer interface {
 
 // Router places a request that names no conversation and resends its
 // history, whose conversation id.Conversation was derived from it, in the
-// branch of that conversation its history continues, and returns that
-// branch's conversation (implemented by internal/engine). It never fails:
-// when it cannot tell, the request stays in id.Conversation. It returns
+// branch of that conversation its history continues (or in the one an
+// earlier memgate derived for it), and returns where, with the branch
+// seed its exchange carries (implemented by internal/engine). It never
+// fails: when it cannot tell (the zero Routed), the request stays in
+// id.Conversation. It returns
 // the user's revision counters it read too when they may serve the
 // request's Prepare (memory.Request.Revisions; nil: Prepare reads them).
 // cut is the request's memory.Cut of msgs: it compares what the request's
 // exchange stores.
 type Router interface {
-	Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (string, *memory.Revisions)
+	Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (memory.Routed, *memory.Revisions)
 }
 
 // IdentityResolver maps a request to its identity and memory mode
@@ -71,26 +73,32 @@ func (p *Proxy) identify(r *http.Request, bodyUser string) (memory.Identity, mem
 	return id, mode, nil
 }
 
-// conversationFor is the conversation of a memory-on request that names
-// none (see memory.ImpliedConversation), the conversation derived from
-// its history when it was routed to a branch of it ("" when not), and the
-// revision counters routing read for the request's Prepare (nil: none): a
-// derived conversation goes through the Router, within LoadTimeout. cut
-// is the request's memory.Cut of msgs.
-func (p *Proxy) conversationFor(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (conv, root string, rev *memory.Revisions) {
-	conv = memory.ImpliedConversation(id.Tenant, id.User, msgs)
-	if conv == memory.DefaultConversation || p.deps.Router == nil {
-		return conv, "", nil
+// conversationFor is where a memory-on request that names no
+// conversation goes (see memory.ImpliedConversation): the conversation
+// derived from its history, or where the Router places it (a branch of
+// it, whose Root it names), with the branch seed its exchange carries
+// (empty in the user's default conversation), and the revision counters
+// routing read for the request's Prepare (nil: none): a derived
+// conversation goes through the Router, within LoadTimeout. cut is the
+// request's memory.Cut of msgs.
+func (p *Proxy) conversationFor(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (memory.Routed, *memory.Revisions) {
+	conv := memory.ImpliedConversation(id.Tenant, id.User, msgs)
+	if conv == memory.DefaultConversation {
+		return memory.Routed{Conversation: conv}, nil
+	}
+	derived := memory.Routed{Conversation: conv, Seed: memory.BranchSeed(id.Tenant, id.User, msgs)}
+	if p.deps.Router == nil {
+		return derived, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.opts.LoadTimeout)
 	defer cancel()
-	derived := id
-	derived.Conversation = conv
-	routed, rev := p.deps.Router.Route(ctx, derived, msgs, cut)
-	if routed != "" && routed != conv {
-		return routed, conv, rev
+	did := id
+	did.Conversation = conv
+	routed, rev := p.deps.Router.Route(ctx, did, msgs, cut)
+	if routed.Conversation == "" {
+		return derived, rev
 	}
-	return conv, "", rev
+	return routed, rev
 }
 
 // prepareResult is one Prepare call's outcome.
@@ -242,12 +250,13 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		// references, continuing a stored response).
 		withMemory := id.User != "" && mode != memory.ModeOff && len(req.Messages) > 0
 		implied, injects := id.Conversation == "", mode.Injects() && p.deps.Preparer != nil
-		var root string
+		var routed memory.Routed
 		var prep prepareResult
 		if withMemory {
 			if implied {
-				id.Conversation, root, mreq.Revisions = p.conversationFor(r.Context(), id, req.Messages, cut)
-				mreq.Identity, mreq.Root = id, root
+				routed, mreq.Revisions = p.conversationFor(r.Context(), id, req.Messages, cut)
+				id.Conversation = routed.Conversation
+				mreq.Identity, mreq.Root = id, routed.Root
 			}
 			if injects {
 				req.SetCacheBreakpoints(breakpoints)
@@ -276,9 +285,9 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 					// continues when it is saved (BranchSeed).
 					f.capture.derived = id.Conversation != memory.DefaultConversation
 					f.capture.candidate = memory.Candidate(id.Tenant, id.User, req.Messages)
-					f.capture.root = root
+					f.capture.root = routed.Root
 					if f.capture.derived {
-						f.capture.seed = memory.BranchSeed(id.Tenant, id.User, req.Messages)
+						f.capture.seed = routed.Seed
 					}
 				}
 				defer f.capture.abandon()

@@ -364,44 +364,50 @@ func TestRepeatedRoleRejected(t *testing.T) {
 }
 
 // routerFunc adapts a function to Router.
-type routerFunc func(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (string, *memory.Revisions)
+type routerFunc func(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (memory.Routed, *memory.Revisions)
 
-func (f routerFunc) Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (string, *memory.Revisions) {
+func (f routerFunc) Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (memory.Routed, *memory.Revisions) {
 	return f(ctx, id, msgs, cut)
 }
 
 // TestRouting: a request whose conversation is derived from its history
 // asks the Router where it belongs, and the answer is the conversation of
 // the response header, the prompt and the capture, which carries the
-// derived conversation as Root when the two differ; the revision counters
+// Router's Root (the derived conversation, when it routed to a branch of
+// it) and seed (the request's BranchSeed, or an earlier memgate's for a
+// chat it stored); with no answer the request stays in its derived
+// conversation, with its BranchSeed; the revision counters
 // the Router read are the prompt's (memory.Request.Revisions), so the
 // request reads them once. A request that names its conversation, or that
 // carries only its newest turn, is not routed, and its Prepare reads them.
 func TestRouting(t *testing.T) {
-	const branch = "chat-0123456789abcdef0123456789abcdef"
+	const branch, legacy = "chat-0123456789abcdef0123456789abcdef", "chat-fedcba9876543210fedcba9876543210"
 	derivedID := memory.DerivedConversation(memory.DefaultTenant, "alice", []memory.Message{
 		{Role: "system", Content: "Be brief."}, {Role: "user", Content: "I like tea"}})
+	seed := memory.BranchSeed(memory.DefaultTenant, "alice", nil)
 	newest := `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`
 	tests := []struct {
 		name   string
 		body   string
 		header map[string]string
-		route  string // the Router's answer
-		asked  bool   // whether the Router is asked
+		route  memory.Routed // the Router's answer
+		asked  bool          // whether the Router is asked
 		want   string
 		root   string
+		seed   string
 	}{
-		{"derived, routed to a branch", memoryChat, nil, branch, true, branch, derivedID},
-		{"derived, staying", memoryChat, nil, derivedID, true, derivedID, ""},
-		{"derived, no answer", memoryChat, nil, "", true, derivedID, ""},
-		{"named", memoryChat, map[string]string{"X-Memory-Conversation": "c1"}, branch, false, "c1", ""},
-		{"newest turn only", newest, nil, branch, false, memory.DefaultConversation, ""},
+		{"derived, routed to a branch", memoryChat, nil, memory.Routed{Conversation: branch, Root: derivedID, Seed: seed}, true, branch, derivedID, seed},
+		{"derived, staying", memoryChat, nil, memory.Routed{Conversation: derivedID, Seed: seed}, true, derivedID, "", seed},
+		{"derived, no answer", memoryChat, nil, memory.Routed{}, true, derivedID, "", seed},
+		{"derived, an earlier memgate's conversation", memoryChat, nil, memory.Routed{Conversation: legacy, Seed: "legacy"}, true, legacy, "", "legacy"},
+		{"named", memoryChat, map[string]string{"X-Memory-Conversation": "c1"}, memory.Routed{Conversation: branch}, false, "c1", "", ""},
+		{"newest turn only", newest, nil, memory.Routed{Conversation: branch}, false, memory.DefaultConversation, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			asked := make(chan memory.Identity, 1)
 			read := &memory.Revisions{MessagesAdded: 7}
-			router := routerFunc(func(_ context.Context, id memory.Identity, msgs []memory.Message, _ memory.Cut) (string, *memory.Revisions) {
+			router := routerFunc(func(_ context.Context, id memory.Identity, msgs []memory.Message, _ memory.Cut) (memory.Routed, *memory.Revisions) {
 				asked <- id
 				return tt.route, read
 			})
@@ -436,11 +442,11 @@ func TestRouting(t *testing.T) {
 			if want := map[bool]*memory.Revisions{true: read}[tt.asked]; req.Revisions != want {
 				t.Fatalf("prompt's Revisions %v, want %v (the Router's: %v)", req.Revisions, want, read)
 			}
-			// A turn of a derived conversation carries its request's
-			// BranchSeed, so its save can place it where its history goes.
-			if want := tt.want != "c1" && tt.want != memory.DefaultConversation; (ex.BranchSeed != "") != want ||
-				want && ex.BranchSeed != memory.BranchSeed(memory.DefaultTenant, "alice", []memory.Message{{Role: "system", Content: "Be brief."}}) {
-				t.Fatalf("captured BranchSeed %q, want one: %v", ex.BranchSeed, want)
+			// A turn of a derived conversation carries the seed of the
+			// branches it routes through, so its save can place it where
+			// its history goes.
+			if ex.BranchSeed != tt.seed {
+				t.Fatalf("captured BranchSeed %q, want %q", ex.BranchSeed, tt.seed)
 			}
 		})
 	}
@@ -489,9 +495,9 @@ func TestMemoryNamesUnstoredHistory(t *testing.T) {
 				captured := make(chanCapturer, 1)
 				routed := make(chan memory.Cut, 1)
 				deps := Deps{Resolver: identity.New(nil), Capturer: captured,
-					Router: routerFunc(func(_ context.Context, id memory.Identity, _ []memory.Message, cut memory.Cut) (string, *memory.Revisions) {
+					Router: routerFunc(func(_ context.Context, id memory.Identity, _ []memory.Message, cut memory.Cut) (memory.Routed, *memory.Revisions) {
 						routed <- cut
-						return id.Conversation, nil
+						return memory.Routed{Conversation: id.Conversation}, nil
 					})}
 				if tt.prep != nil {
 					deps.Preparer = tt.prep

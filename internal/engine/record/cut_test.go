@@ -138,17 +138,14 @@ func TestRouteLongHistoryThatBranches(t *testing.T) {
 		question := memory.Message{Role: "user", Content: fmt.Sprint("question ", n)}
 		req := append(slices.Clone(msgs), question)
 		cut := memory.CutRequest(req, keep) // once, as the proxy does
-		conv, _ := r.Route(context.Background(), derived, req, cut)
+		routed, _ := r.Route(context.Background(), derived, req, cut)
 		id := derived
-		id.Conversation = conv
+		id.Conversation = routed.Conversation
 		ex := memory.Exchange{ID: fmt.Sprint("req-", n), Identity: id, Model: "m", Prior: cut.Prior, Skipped: cut.Skipped,
 			Turn: cut.Turn, Reply: memory.Message{Role: "assistant", Content: fmt.Sprint("answer ", n)},
-			Derived: true, BranchSeed: memory.BranchSeed(id.Tenant, id.User, req)}
-		if conv != derived.Conversation {
-			ex.Root = derived.Conversation
-		}
+			Derived: true, Root: routed.Root, BranchSeed: routed.Seed}
 		c.Capture(context.Background(), ex)
-		return conv
+		return routed.Conversation
 	}
 	held := func(conv string) []memory.Message {
 		t.Helper()
@@ -232,7 +229,7 @@ func TestRouteComparesWhatTheSaveCompares(t *testing.T) {
 			edited[at] = "edited"
 			client := append(routeMsgs(edited...), memory.Message{Role: "user", Content: "and now?"})
 			f := &fakeReader{convs: map[string][]memory.Message{"x": held}}
-			if got, _ := NewRouter(f, nil, nil).Route(context.Background(), id, client, memory.CutRequest(client, keep)); got != tt.want(client) {
+			if got, _ := NewRouter(f, nil, nil).Route(context.Background(), id, client, memory.CutRequest(client, keep)); got.Conversation != tt.want(client) {
 				t.Fatalf("Route = %q, want %q", got, tt.want(client))
 			}
 		})

@@ -42,10 +42,9 @@ func routedExchange(tb testing.TB, r *Router, user string, msgs []memory.Message
 	id.Conversation = memory.ImpliedConversation(id.Tenant, id.User, msgs)
 	ex := memory.Exchange{ID: NewExchangeID(), Model: "m", Reply: parsed(tb, "assistant", reply)}
 	if id.Conversation != memory.DefaultConversation {
-		if routed, _ := r.Route(context.Background(), id, msgs, memory.CutRequest(msgs, 0)); routed != id.Conversation {
-			ex.Root, id.Conversation = id.Conversation, routed
-		}
-		ex.Derived, ex.BranchSeed = true, memory.BranchSeed(id.Tenant, id.User, msgs)
+		routed, _ := r.Route(context.Background(), id, msgs, memory.CutRequest(msgs, 0))
+		id.Conversation = routed.Conversation
+		ex.Derived, ex.Root, ex.BranchSeed = true, routed.Root, routed.Seed
 	}
 	ex.Identity, ex.Candidate = id, memory.Candidate(id.Tenant, id.User, msgs)
 	var rest []memory.Message

@@ -27,8 +27,9 @@ type HeadReader interface {
 
 // Router places a request that names no conversation and resends its
 // history in the branch of its derived conversation that the history
-// continues. Two chats of one user that open alike (the same system prompt
-// and first user message) derive the same conversation, and so does a chat
+// continues. Two chats of one user that open alike (the same first user
+// message, whatever their system prompts: two personas of one app) derive
+// the same conversation, and so does a chat
 // whose client edited an earlier message: storing such a request there
 // would supersede, as an edit, the other chat's turns or the original
 // branch. Route sends it to a conversation of its own instead
@@ -53,9 +54,9 @@ func NewRouter(reader HeadReader, redactor Redactor, logger *slog.Logger) *Route
 	return &Router{reader: reader, redactor: redactor, logger: logger}
 }
 
-// Route returns the conversation of a request whose conversation id.Conversation
-// was derived from its history (memory.DerivedConversation); msgs are the
-// request's messages, system ones included (their memory.BranchSeed), and
+// Route returns where a request whose conversation id.Conversation was
+// derived from its history (memory.DerivedConversation) goes on; msgs are
+// the request's messages, system ones included (their memory.BranchSeed), and
 // cut is what the request's exchange stores of them (memory.CutRequest,
 // made once per request by its owner). It reads the user's revision
 // counters and, as of them, the conversation's first live messages, one
@@ -69,22 +70,37 @@ func NewRouter(reader HeadReader, redactor Redactor, logger *slog.Logger) *Route
 // checked the same way, up to maxBranchHops branches. A client whose
 // messages the conversation starts with, or which start with all the
 // conversation holds, stays: it goes on, or regenerates its last answer
-// (the save supersedes the old answer). A read that fails leaves the
-// request where it got to, logged without contents; Route never fails the
-// request. It returns the revision counters it read too (nil when the read
-// failed), for the request's other reads (memory.Request.Revisions): they
-// are the request's, never kept past it.
-func (r *Router) Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (string, *memory.Revisions) {
+// (the save supersedes the old answer).
+//
+// A chat an earlier memgate stored goes on where it is: when the derived
+// conversation holds nothing and msgs carry a system message, Route reads
+// the request's memory.LegacyConversation too (the id derived with the
+// system messages hashed), and when that holds the history's start (they
+// do not part at its first message) it routes from there, with its
+// memory.LegacyBranchSeed, so the chat is not stored again whole under
+// its new id.
+//
+// A read that fails leaves the request where it got to, logged without
+// contents; Route never fails the request. It returns the revision
+// counters it read too (nil when the read failed), for the request's
+// other reads (memory.Request.Revisions): they are the request's, never
+// kept past it.
+func (r *Router) Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (memory.Routed, *memory.Revisions) {
 	client := cut.Head()
 	stored := map[int]memory.Message{} // client messages as they would be stored, by index
 	form := func(i int) memory.Message { return r.storedForm(client, i, stored) }
 	rev := r.revisions(ctx, id)
-	conv, _, err := r.route(ctx, rev, id, memory.BranchSeed(id.Tenant, id.User, msgs), client, form)
+	from := memory.Routed{Conversation: id.Conversation, Seed: memory.BranchSeed(id.Tenant, id.User, msgs)}
+	var legacy memory.Routed
+	if l := memory.LegacyConversation(id.Tenant, id.User, msgs); l != memory.DerivedConversation(id.Tenant, id.User, msgs) {
+		legacy = memory.Routed{Conversation: l, Seed: memory.LegacyBranchSeed(id.Tenant, id.User, msgs)}
+	}
+	routed, _, err := r.route(ctx, rev, id, from, legacy, client, form)
 	if err != nil {
 		r.logger.WarnContext(ctx, "routing a derived conversation: read failed; staying in it",
-			"tenant", id.Tenant, "conversation", conv, "error", err)
+			"tenant", id.Tenant, "conversation", routed.Conversation, "error", err)
 	}
-	return conv, rev
+	return routed, rev
 }
 
 // revisions reads the user's revision counters; nil when the read fails
@@ -111,52 +127,71 @@ func (r *Router) Reroute(ctx context.Context, ex memory.Exchange) (memory.Exchan
 	if ex.BranchSeed == "" {
 		return ex, nil
 	}
-	root := cmp.Or(ex.Root, ex.Conversation)
 	id := ex.Identity
-	id.Conversation = root
+	id.Conversation = cmp.Or(ex.Root, ex.Conversation)
 	history := ex.Head()
-	conv, last, err := r.route(ctx, r.revisions(ctx, id), id, ex.BranchSeed, history, func(i int) memory.Message { return history[i] })
+	from := memory.Routed{Conversation: id.Conversation, Seed: ex.BranchSeed}
+	routed, last, err := r.route(ctx, r.revisions(ctx, id), id, from, memory.Routed{}, history, func(i int) memory.Message { return history[i] })
 	if err != nil {
 		return ex, fmt.Errorf("route exchange %s again: %w", ex.ID, err)
 	}
-	ex.Conversation, ex.Root = conv, ""
-	if conv != root {
-		ex.Root = root
-	}
+	ex.Conversation, ex.Root = routed.Conversation, routed.Root
 	if last {
 		ex.BranchSeed = ""
 	}
 	return ex, nil
 }
 
-// route follows, from id's conversation, the branches that client (a
-// request's non-system messages; form(i) is client[i] as memgate stores
-// it) continues, whose ids derive from seed (memory.BranchSeed). It returns
-// the conversation client continues, and last when that is the last
-// branch it may follow and client parts from it too. A failed read ends it
-// with the error, in the conversation it got to. The heads are read as of
-// rev (nil: from the store).
-func (r *Router) route(ctx context.Context, rev *memory.Revisions, id memory.Identity, seed string, client []memory.Message,
-	form func(i int) memory.Message) (conv string, last bool, err error) {
+// route follows, from from's conversation (id's), the branches that
+// client (a request's non-system messages; form(i) is client[i] as
+// memgate stores it) continues, whose ids derive from from's Seed
+// (memory.BranchSeed). When from's conversation holds nothing, it goes
+// on from legacy (a memory.LegacyConversation and its seed; none when
+// its Conversation is "") instead if that holds client's start. It
+// returns where client goes on (its Root the conversation it started
+// from, when it went on in a branch of it), and last when that is the
+// last branch it may follow and client parts from it too. A failed read
+// ends it with the error, in the conversation it got to. The heads are
+// read as of rev (nil: from the store).
+func (r *Router) route(ctx context.Context, rev *memory.Revisions, id memory.Identity, from, legacy memory.Routed, client []memory.Message,
+	form func(i int) memory.Message) (routed memory.Routed, last bool, err error) {
 	printed := make([]memory.Print, len(client)) // client's prints, taken as compared
 	cur := id
+	routed = from
+	at := func(c memory.Routed) memory.Routed {
+		if c.Conversation != from.Conversation {
+			c.Root = from.Conversation
+		}
+		return c
+	}
 	for hop := 0; ; hop++ {
+		cur.Conversation = routed.Conversation
 		held, err := r.reader.Head(ctx, rev, cur, len(client)+1)
 		if err != nil {
-			return cur.Conversation, false, err
+			return at(routed), false, err
 		}
-		at := parts(held, client, printed, form)
-		if at < 0 {
-			return cur.Conversation, false, nil
+		if hop == 0 && len(held) == 0 && legacy.Conversation != "" {
+			cur.Conversation = legacy.Conversation
+			old, err := r.reader.Head(ctx, rev, cur, len(client)+1)
+			if err != nil {
+				return at(routed), false, err
+			}
+			if len(old) > 0 && parts(old, client, printed, form) != 0 {
+				from, routed, held = legacy, legacy, old
+			}
+		}
+		i := parts(held, client, printed, form)
+		if i < 0 {
+			return at(routed), false, nil
 		}
 		if hop == maxBranchHops {
-			return cur.Conversation, true, nil
+			return at(routed), true, nil
 		}
-		start := make([]memory.Message, at+1)
-		for i := range start {
-			start[i] = form(i)
+		start := make([]memory.Message, i+1)
+		for j := range start {
+			start[j] = form(j)
 		}
-		cur.Conversation = memory.BranchOf(seed, start, at)
+		routed.Conversation = memory.BranchOf(from.Seed, start, i)
 	}
 }
 

@@ -97,7 +97,11 @@ func routeMsgs(texts ...string) []memory.Message {
 // it); it goes to the branch that parts
 // where they first differ, then on through the branches that branch
 // holds, at most maxBranchHops of them; a failed read leaves it where it
-// got to.
+// got to. When x holds nothing, a chat an earlier memgate stored under
+// the id it derived with the system prompt (memory.LegacyConversation)
+// goes on there, or in that one's branches (with their seed,
+// memory.LegacyBranchSeed), unless it holds another start; with no system
+// prompt the two ids are one, and nothing more is read.
 func TestRouterRoute(t *testing.T) {
 	id := memory.Identity{Tenant: "acme", User: "ana", Conversation: "x"}
 	branch := func(msgs []memory.Message, at int) string { return memory.BranchConversation("acme", "ana", msgs, at) }
@@ -105,44 +109,61 @@ func TestRouterRoute(t *testing.T) {
 	a := routeMsgs("hi", "Hello!", "trip to Peru", "Nice.", "what shoes")
 	b := routeMsgs("hi", "Hello!", "cover letter")
 	bx := branch(b, 2)
+	legacy := memory.LegacyConversation("acme", "ana", a)
+	legacySeed := memory.LegacyBranchSeed("acme", "ana", a)
+	lbx := memory.BranchOf(legacySeed, stored(b), 2)
 	tests := []struct {
-		name  string
-		convs map[string][]memory.Message
-		fail  map[string]bool
-		msgs  []memory.Message
-		want  string
-		reads int
+		name   string
+		convs  map[string][]memory.Message
+		fail   map[string]bool
+		msgs   []memory.Message
+		want   string
+		reads  int
+		legacy bool // routed from the legacy conversation
 	}{
-		{"empty derived conversation", nil, nil, b, "x", 1},
-		{"going on", map[string][]memory.Message{"x": stored(a[:4])}, nil, a, "x", 1},
-		{"regenerating the last answer", map[string][]memory.Message{"x": stored(a)}, nil, a[:4], "x", 1},
-		{"another chat opening alike", map[string][]memory.Message{"x": stored(a)}, nil, b, bx, 2},
+		{"empty derived conversation", nil, nil, b, "x", 2, false},
+		{"going on", map[string][]memory.Message{"x": stored(a[:4])}, nil, a, "x", 1, false},
+		{"regenerating the last answer", map[string][]memory.Message{"x": stored(a)}, nil, a[:4], "x", 1, false},
+		{"another chat opening alike", map[string][]memory.Message{"x": stored(a)}, nil, b, bx, 2, false},
 		{"that chat going on in its branch", map[string][]memory.Message{"x": stored(a), bx: stored(b)},
-			nil, routeMsgs("hi", "Hello!", "cover letter", "Sure.", "for a nurse"), bx, 2},
+			nil, routeMsgs("hi", "Hello!", "cover letter", "Sure.", "for a nurse"), bx, 2, false},
 		{"a branch of the branch", map[string][]memory.Message{"x": stored(a), bx: stored(routeMsgs("hi", "Hello!", "cover letter", "Sure.", "for a nurse", "Ok."))},
-			nil, routeMsgs("hi", "Hello!", "cover letter", "Sure.", "for a teacher"), "", 3},
+			nil, routeMsgs("hi", "Hello!", "cover letter", "Sure.", "for a teacher"), "", 3, false},
 		{"a resent reply differing from the stored one", map[string][]memory.Message{"x": stored(a)}, nil,
-			routeMsgs("hi", "Hello! ", "trip to Peru", "Nice.", "what shoes"), "x", 1},
+			routeMsgs("hi", "Hello! ", "trip to Peru", "Nice.", "what shoes"), "x", 1, false},
 		{"another chat, answered differently", map[string][]memory.Message{"x": stored(a)}, nil,
-			routeMsgs("hi", "Hey.", "cover letter"), branch(routeMsgs("hi", "Hey.", "cover letter"), 2), 2},
-		{"the first message differing", map[string][]memory.Message{"x": stored(a)}, nil, routeMsgs(" hi", "Hello!", "trip"), branch(routeMsgs(" hi"), 0), 2},
+			routeMsgs("hi", "Hey.", "cover letter"), branch(routeMsgs("hi", "Hey.", "cover letter"), 2), 2, false},
+		{"the first message differing", map[string][]memory.Message{"x": stored(a)}, nil, routeMsgs(" hi", "Hello!", "trip"), branch(routeMsgs(" hi"), 0), 2, false},
 		{"a secret stored redacted", map[string][]memory.Message{"x": stored(routeMsgs("hi", "Hello!", "key [redacted]", "Got [redacted]."))},
-			nil, routeMsgs("hi", "Hello!", "key SECRET", "Got SECRET.", "thanks"), "x", 1},
+			nil, routeMsgs("hi", "Hello!", "key SECRET", "Got SECRET.", "thanks"), "x", 1, false},
 		{"bytes stored sanitized", map[string][]memory.Message{"x": stored(routeMsgs("hi", "caf\uFFFD"))},
-			nil, routeMsgs("hi", "caf\xc3", "more"), "x", 1},
-		{"the derived conversation unreadable", map[string][]memory.Message{"x": stored(a)}, map[string]bool{"x": true}, b, "x", 1},
-		{"the branch unreadable", map[string][]memory.Message{"x": stored(a)}, map[string]bool{bx: true}, b, bx, 2},
+			nil, routeMsgs("hi", "caf\xc3", "more"), "x", 1, false},
+		{"the derived conversation unreadable", map[string][]memory.Message{"x": stored(a)}, map[string]bool{"x": true}, b, "x", 1, false},
+		{"the branch unreadable", map[string][]memory.Message{"x": stored(a)}, map[string]bool{bx: true}, b, bx, 2, false},
+		{"a chat an earlier memgate stored", map[string][]memory.Message{legacy: stored(a[:4])}, nil, a, legacy, 2, true},
+		{"that chat regenerating", map[string][]memory.Message{legacy: stored(a)}, nil, a[:4], legacy, 2, true},
+		{"another chat opening as that one", map[string][]memory.Message{legacy: stored(a)}, nil, b, lbx, 3, true},
+		{"that chat going on in an earlier memgate's branch", map[string][]memory.Message{legacy: stored(a), lbx: stored(b)},
+			nil, routeMsgs("hi", "Hello!", "cover letter", "Sure.", "for a nurse"), lbx, 3, true},
+		{"the earlier conversation holding another start", map[string][]memory.Message{legacy: stored(routeMsgs("hey"))}, nil, a, "x", 2, false},
+		{"the derived conversation holding the chat", map[string][]memory.Message{"x": stored(a[:4]), legacy: stored(a[:4])}, nil, a, "x", 1, false},
+		{"the earlier conversation unreadable", map[string][]memory.Message{legacy: stored(a)}, map[string]bool{legacy: true}, a, "x", 2, false},
+		{"no system prompt", map[string][]memory.Message{legacy: stored(a)}, nil, a[1:], "x", 1, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeReader{convs: tt.convs, fail: tt.fail}
 			got, _ := NewRouter(f, fakeRedactor{}, nil).Route(context.Background(), id, tt.msgs, memory.CutRequest(tt.msgs, 0))
-			want := tt.want
-			if want == "" {
-				want = branch(tt.msgs, 4)
+			want := memory.Routed{Conversation: cmp.Or(tt.want, branch(tt.msgs, 4)), Seed: memory.BranchSeed("acme", "ana", tt.msgs)}
+			from := "x"
+			if tt.legacy {
+				from, want.Seed = legacy, legacySeed
+			}
+			if want.Conversation != from {
+				want.Root = from
 			}
 			if got != want || len(f.reads) != tt.reads {
-				t.Fatalf("Route = %q after reading %q, want %q after %d reads", got, f.reads, want, tt.reads)
+				t.Fatalf("Route = %+v after reading %q, want %+v after %d reads", got, f.reads, want, tt.reads)
 			}
 		})
 	}
@@ -173,7 +194,7 @@ func TestRouterBoundsHops(t *testing.T) {
 		conv = memory.BranchConversation("acme", "ana", client, hop+1)
 	}
 	got, _ := NewRouter(f, nil, nil).Route(context.Background(), id, client, memory.CutRequest(client, 0))
-	if got != path[maxBranchHops] || len(f.reads) != maxBranchHops+1 {
+	if got.Conversation != path[maxBranchHops] || len(f.reads) != maxBranchHops+1 {
 		t.Fatalf("Route = %q after %d reads, want %q (branch %d) after %d", got, len(f.reads), path[maxBranchHops], maxBranchHops, maxBranchHops+1)
 	}
 }
@@ -234,7 +255,7 @@ func TestRouterReroute(t *testing.T) {
 			f.fail = nil
 			derived := id
 			derived.Conversation = cmp.Or(tt.ex.Root, tt.ex.Conversation)
-			if routed, _ := r.Route(context.Background(), derived, next, memory.CutRequest(next, 0)); routed != got.Conversation {
+			if routed, _ := r.Route(context.Background(), derived, next, memory.CutRequest(next, 0)); routed.Conversation != got.Conversation {
 				t.Fatalf("the chat's next request routed to %q, the exchange to %q", routed, got.Conversation)
 			}
 		})
@@ -322,7 +343,7 @@ func BenchmarkRoute(b *testing.B) {
 				client := append(msgs, memory.Message{Role: "user", Content: "what shoes should I pack"})
 				b.ReportAllocs()
 				for b.Loop() {
-					if got, _ := r.Route(context.Background(), id, client, memory.CutRequest(client, 0)); got != id.Conversation {
+					if got, _ := r.Route(context.Background(), id, client, memory.CutRequest(client, 0)); got.Conversation != id.Conversation {
 						b.Fatalf("Route = %q", got)
 					}
 				}
