@@ -33,24 +33,55 @@ func NewestReply(history []Message) int {
 
 // ContinuesTail reports whether window (a client's resent messages from
 // its first through the reply it was found by, as memgate stores them:
-// sanitized and redacted) is the tail of a conversation that holds that
-// reply (held: Replied.Tail, read with len(window) messages at most): the
-// same messages, by Fingerprint, one for one, ending at the reply, at least
-// one of them a user's message with text. A client that cuts its history
-// (keeping its last messages, or dropping its oldest turns once its
-// model's context fills) resends such a window; its request continues the
-// conversation, as if it had named it. One reply alone (a greeting that
-// opens many chats alike) is no such evidence.
+// sanitized and redacted) is a cut of the tail of a conversation holding
+// that reply (held: Replied.Tail, read with len(window)+1 messages at
+// most): the conversation holds at least one message before the window,
+// and then the window's messages, by Fingerprint, one for one, ending at
+// the reply, at least one of them a user's message with text. A client
+// that cuts its history (keeping its last messages, or dropping its
+// oldest turns once its model's context fills) resends such a window; its
+// request continues the conversation, as if it had named it. A history
+// that starts where the conversation starts is no cut: it derives its
+// conversation, or a branch of it, from that start (DerivedConversation,
+// BranchOf), and another chat opening alike (a greeting answered alike)
+// never joins it so. One reply alone is no evidence either.
 func ContinuesTail(held, window []Message) bool {
-	if len(window) == 0 || len(held) != len(window) {
+	if len(window) == 0 || len(held) != len(window)+1 {
 		return false
 	}
 	said := false
 	for i, m := range window {
-		if held[i].Fingerprint() != m.Fingerprint() {
+		if held[i+1].Fingerprint() != m.Fingerprint() {
 			return false
 		}
 		said = said || m.Role == "user" && m.Content != ""
 	}
 	return said
+}
+
+// EndsWith reports whether msgs ends with want, by Fingerprint.
+func EndsWith(msgs, want []Message) bool {
+	if len(want) == 0 || len(msgs) < len(want) {
+		return false
+	}
+	return StartsWith(msgs[len(msgs)-len(want):], want)
+}
+
+// Routed is where a request that names no conversation and resends its
+// history goes: the conversation derived from its history
+// (DerivedConversation), the branch of it the history continues
+// (BranchOf), or, when neither holds anything and the history is a
+// window of a conversation's tail (ContinuesTail), that conversation.
+type Routed struct {
+	// Conversation is the request's conversation.
+	Conversation string
+	// Continued is true when Conversation was found by the newest reply
+	// the request resends rather than derived from its history's start:
+	// its exchange is stored there as a named conversation's is (no
+	// branch guard, no root), aligned with the conversation's tail.
+	Continued bool
+	// Revisions are the user's revision counters routing read, when they
+	// may serve the request's Prepare (Request.Revisions; nil: Prepare
+	// reads them).
+	Revisions *Revisions
 }

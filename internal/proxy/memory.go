@@ -34,15 +34,17 @@ type Capturer interface {
 
 // Router places a request that names no conversation and resends its
 // history, whose conversation id.Conversation was derived from it, in the
-// branch of that conversation its history continues, and returns that
-// branch's conversation (implemented by internal/engine). It never fails:
-// when it cannot tell, the request stays in id.Conversation. It returns
-// the user's revision counters it read too when they may serve the
-// request's Prepare (memory.Request.Revisions; nil: Prepare reads them).
-// cut is the request's memory.Cut of msgs: it compares what the request's
-// exchange stores.
+// branch of that conversation its history continues, or, when that holds
+// nothing and the history is a window of another conversation's tail (a
+// client that cuts its history), in that conversation (Routed.Continued),
+// and returns it (implemented by internal/engine). It never fails: when
+// it cannot tell, the request stays in id.Conversation. It returns the
+// user's revision counters it read too when they may serve the request's
+// Prepare (memory.Routed.Revisions; nil: Prepare reads them). cut is the
+// request's memory.Cut of msgs: it compares what the request's exchange
+// stores.
 type Router interface {
-	Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (string, *memory.Revisions)
+	Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) memory.Routed
 }
 
 // IdentityResolver maps a request to its identity and memory mode
@@ -73,24 +75,30 @@ func (p *Proxy) identify(r *http.Request, bodyUser string) (memory.Identity, mem
 
 // conversationFor is the conversation of a memory-on request that names
 // none (see memory.ImpliedConversation), the conversation derived from
-// its history when it was routed to a branch of it ("" when not), and the
-// revision counters routing read for the request's Prepare (nil: none): a
-// derived conversation goes through the Router, within LoadTimeout. cut
-// is the request's memory.Cut of msgs.
-func (p *Proxy) conversationFor(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (conv, root string, rev *memory.Revisions) {
+// its history when it was routed to a branch of it ("" when not), the
+// revision counters routing read for the request's Prepare (nil: none),
+// and whether the conversation is one the request's cut history continues
+// rather than derives (memory.Routed.Continued: its exchange is stored
+// there as a named conversation's is): a derived conversation goes
+// through the Router, within LoadTimeout. cut is the request's
+// memory.Cut of msgs.
+func (p *Proxy) conversationFor(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (conv, root string, rev *memory.Revisions, continued bool) {
 	conv = memory.ImpliedConversation(id.Tenant, id.User, msgs)
 	if conv == memory.DefaultConversation || p.deps.Router == nil {
-		return conv, "", nil
+		return conv, "", nil, false
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.opts.LoadTimeout)
 	defer cancel()
 	derived := id
 	derived.Conversation = conv
-	routed, rev := p.deps.Router.Route(ctx, derived, msgs, cut)
-	if routed != "" && routed != conv {
-		return routed, conv, rev
+	routed := p.deps.Router.Route(ctx, derived, msgs, cut)
+	switch {
+	case routed.Continued && routed.Conversation != "":
+		return routed.Conversation, "", routed.Revisions, true
+	case routed.Conversation != "" && routed.Conversation != conv:
+		return routed.Conversation, conv, routed.Revisions, false
 	}
-	return conv, "", rev
+	return conv, "", routed.Revisions, false
 }
 
 // prepareResult is one Prepare call's outcome.
@@ -242,11 +250,14 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		// references, continuing a stored response).
 		withMemory := id.User != "" && mode != memory.ModeOff && len(req.Messages) > 0
 		implied, injects := id.Conversation == "", mode.Injects() && p.deps.Preparer != nil
-		var root string
-		var prep prepareResult
+		var (
+			root      string
+			continued bool
+			prep      prepareResult
+		)
 		if withMemory {
 			if implied {
-				id.Conversation, root, mreq.Revisions = p.conversationFor(r.Context(), id, req.Messages, cut)
+				id.Conversation, root, mreq.Revisions, continued = p.conversationFor(r.Context(), id, req.Messages, cut)
 				mreq.Identity, mreq.Root = id, root
 			}
 			if injects {
@@ -273,11 +284,14 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 					// conversation (or the branch of it the chat went
 					// on in) when the chat goes on; a turn of a derived
 					// conversation is stored in the branch its history
-					// continues when it is saved (BranchSeed).
+					// continues when it is saved (BranchSeed). A turn
+					// continuing the conversation its cut history is a
+					// window of is stored there as a named
+					// conversation's is, aligned with its tail.
 					f.capture.derived = id.Conversation != memory.DefaultConversation
 					f.capture.candidate = memory.Candidate(id.Tenant, id.User, req.Messages)
 					f.capture.root = root
-					if f.capture.derived {
+					if f.capture.derived && !continued {
 						f.capture.seed = memory.BranchSeed(id.Tenant, id.User, req.Messages)
 					}
 				}

@@ -366,7 +366,15 @@ func TestRepeatedRoleRejected(t *testing.T) {
 // routerFunc adapts a function to Router.
 type routerFunc func(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (string, *memory.Revisions)
 
-func (f routerFunc) Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (string, *memory.Revisions) {
+func (f routerFunc) Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) memory.Routed {
+	conv, rev := f(ctx, id, msgs, cut)
+	return memory.Routed{Conversation: conv, Revisions: rev}
+}
+
+// routedFunc adapts a function answering a whole memory.Routed to Router.
+type routedFunc func(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) memory.Routed
+
+func (f routedFunc) Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) memory.Routed {
 	return f(ctx, id, msgs, cut)
 }
 
@@ -377,6 +385,9 @@ func (f routerFunc) Route(ctx context.Context, id memory.Identity, msgs []memory
 // the Router read are the prompt's (memory.Request.Revisions), so the
 // request reads them once. A request that names its conversation, or that
 // carries only its newest turn, is not routed, and its Prepare reads them.
+// A request whose cut history continues another conversation
+// (memory.Routed.Continued) is captured there as a named conversation's
+// turn is: no Root, no BranchSeed.
 func TestRouting(t *testing.T) {
 	const branch = "chat-0123456789abcdef0123456789abcdef"
 	derivedID := memory.DerivedConversation(memory.DefaultTenant, "alice", []memory.Message{
@@ -390,20 +401,22 @@ func TestRouting(t *testing.T) {
 		asked  bool   // whether the Router is asked
 		want   string
 		root   string
+		cont   bool // the Router's answer is a conversation the history continues
 	}{
-		{"derived, routed to a branch", memoryChat, nil, branch, true, branch, derivedID},
-		{"derived, staying", memoryChat, nil, derivedID, true, derivedID, ""},
-		{"derived, no answer", memoryChat, nil, "", true, derivedID, ""},
-		{"named", memoryChat, map[string]string{"X-Memory-Conversation": "c1"}, branch, false, "c1", ""},
-		{"newest turn only", newest, nil, branch, false, memory.DefaultConversation, ""},
+		{"derived, routed to a branch", memoryChat, nil, branch, true, branch, derivedID, false},
+		{"derived, staying", memoryChat, nil, derivedID, true, derivedID, "", false},
+		{"derived, no answer", memoryChat, nil, "", true, derivedID, "", false},
+		{"derived, continuing the conversation its window ends", memoryChat, nil, "chat-found", true, "chat-found", "", true},
+		{"named", memoryChat, map[string]string{"X-Memory-Conversation": "c1"}, branch, false, "c1", "", false},
+		{"newest turn only", newest, nil, branch, false, memory.DefaultConversation, "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			asked := make(chan memory.Identity, 1)
 			read := &memory.Revisions{MessagesAdded: 7}
-			router := routerFunc(func(_ context.Context, id memory.Identity, msgs []memory.Message, _ memory.Cut) (string, *memory.Revisions) {
+			router := routedFunc(func(_ context.Context, id memory.Identity, msgs []memory.Message, _ memory.Cut) memory.Routed {
 				asked <- id
-				return tt.route, read
+				return memory.Routed{Conversation: tt.route, Revisions: read, Continued: tt.cont}
 			})
 			reqs, captured := make(chan memory.Request, 1), make(chanCapturer, 1)
 			up := upstreamtest.New(t, upstreamtest.Chat(upstreamtest.Reply{Content: "Tea."}))
@@ -438,7 +451,10 @@ func TestRouting(t *testing.T) {
 			}
 			// A turn of a derived conversation carries its request's
 			// BranchSeed, so its save can place it where its history goes.
-			if want := tt.want != "c1" && tt.want != memory.DefaultConversation; (ex.BranchSeed != "") != want ||
+			if ex.Derived != (tt.want != "c1" && tt.want != memory.DefaultConversation) {
+				t.Fatalf("captured Derived %v in %q", ex.Derived, tt.want)
+			}
+			if want := tt.want != "c1" && tt.want != memory.DefaultConversation && !tt.cont; (ex.BranchSeed != "") != want ||
 				want && ex.BranchSeed != memory.BranchSeed(memory.DefaultTenant, "alice", []memory.Message{{Role: "system", Content: "Be brief."}}) {
 				t.Fatalf("captured BranchSeed %q, want one: %v", ex.BranchSeed, want)
 			}

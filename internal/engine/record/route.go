@@ -39,18 +39,29 @@ type HeadReader interface {
 // conversation refused because another chat got there first.
 type Router struct {
 	reader   HeadReader
-	redactor Redactor // nil: text is stored as is
+	replies  ReplyFinder // nil: no request continues a conversation it does not derive
+	redactor Redactor    // nil: text is stored as is
 	logger   *slog.Logger
 }
 
-// NewRouter returns a Router reading conversations through reader and
-// comparing messages as redactor (nil: none) would store them; logger may
-// be nil.
-func NewRouter(reader HeadReader, redactor Redactor, logger *slog.Logger) *Router {
+// ReplyFinder looks a reply a client resent up among a user's stored
+// conversations (implemented by the stores; storetest.RunReplied).
+type ReplyFinder interface {
+	// Replied returns the conversations of tenant's user, the default
+	// one aside, whose live messages include an assistant's message with
+	// text whose print is reply, most recently updated first (a few at
+	// most), each with its up to n live messages ending at that reply.
+	Replied(ctx context.Context, tenant, user string, reply memory.Print, n int) ([]memory.Replied, error)
+}
+
+// NewRouter returns a Router reading conversations through reader, looking
+// replies up through replies (nil: Continued finds none) and comparing
+// messages as redactor (nil: none) would store them; logger may be nil.
+func NewRouter(reader HeadReader, replies ReplyFinder, redactor Redactor, logger *slog.Logger) *Router {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Router{reader: reader, redactor: redactor, logger: logger}
+	return &Router{reader: reader, replies: replies, redactor: redactor, logger: logger}
 }
 
 // Route returns the conversation of a request whose conversation id.Conversation
@@ -73,18 +84,21 @@ func NewRouter(reader HeadReader, redactor Redactor, logger *slog.Logger) *Route
 // request where it got to, logged without contents; Route never fails the
 // request. It returns the revision counters it read too (nil when the read
 // failed), for the request's other reads (memory.Request.Revisions): they
-// are the request's, never kept past it.
-func (r *Router) Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (string, *memory.Revisions) {
+// are the request's, never kept past it. empty reports that the
+// conversation returned held nothing when it was read: a history that is
+// a window of another conversation's tail may continue that one instead
+// (Continued).
+func (r *Router) Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (conv string, rev *memory.Revisions, empty bool) {
 	client := cut.Head()
 	stored := map[int]memory.Message{} // client messages as they would be stored, by index
 	form := func(i int) memory.Message { return r.storedForm(client, i, stored) }
-	rev := r.revisions(ctx, id)
-	conv, _, err := r.route(ctx, rev, id, memory.BranchSeed(id.Tenant, id.User, msgs), client, form)
+	rev = r.revisions(ctx, id)
+	conv, _, held, err := r.route(ctx, rev, id, memory.BranchSeed(id.Tenant, id.User, msgs), client, form)
 	if err != nil {
 		r.logger.WarnContext(ctx, "routing a derived conversation: read failed; staying in it",
 			"tenant", id.Tenant, "conversation", conv, "error", err)
 	}
-	return conv, rev
+	return conv, rev, err == nil && held == 0
 }
 
 // revisions reads the user's revision counters; nil when the read fails
@@ -115,7 +129,7 @@ func (r *Router) Reroute(ctx context.Context, ex memory.Exchange) (memory.Exchan
 	id := ex.Identity
 	id.Conversation = root
 	history := ex.Head()
-	conv, last, err := r.route(ctx, r.revisions(ctx, id), id, ex.BranchSeed, history, func(i int) memory.Message { return history[i] })
+	conv, last, _, err := r.route(ctx, r.revisions(ctx, id), id, ex.BranchSeed, history, func(i int) memory.Message { return history[i] })
 	if err != nil {
 		return ex, fmt.Errorf("route exchange %s again: %w", ex.ID, err)
 	}
@@ -133,24 +147,25 @@ func (r *Router) Reroute(ctx context.Context, ex memory.Exchange) (memory.Exchan
 // request's non-system messages; form(i) is client[i] as memgate stores
 // it) continues, whose ids derive from seed (memory.BranchSeed). It returns
 // the conversation client continues, and last when that is the last
-// branch it may follow and client parts from it too. A failed read ends it
-// with the error, in the conversation it got to. The heads are read as of
-// rev (nil: from the store).
+// branch it may follow and client parts from it too, and how many of its
+// first messages it read of conv (held). A failed read ends it with the
+// error, in the conversation it got to. The heads are read as of rev (nil:
+// from the store).
 func (r *Router) route(ctx context.Context, rev *memory.Revisions, id memory.Identity, seed string, client []memory.Message,
-	form func(i int) memory.Message) (conv string, last bool, err error) {
+	form func(i int) memory.Message) (conv string, last bool, n int, err error) {
 	printed := make([]memory.Print, len(client)) // client's prints, taken as compared
 	cur := id
 	for hop := 0; ; hop++ {
 		held, err := r.reader.Head(ctx, rev, cur, len(client)+1)
 		if err != nil {
-			return cur.Conversation, false, err
+			return cur.Conversation, false, 0, err
 		}
 		at := parts(held, client, printed, form)
 		if at < 0 {
-			return cur.Conversation, false, nil
+			return cur.Conversation, false, len(held), nil
 		}
 		if hop == maxBranchHops {
-			return cur.Conversation, true, nil
+			return cur.Conversation, true, len(held), nil
 		}
 		start := make([]memory.Message, at+1)
 		for i := range start {
@@ -188,4 +203,58 @@ func (r *Router) storedForm(client []memory.Message, i int, stored map[int]memor
 	m := StoredForm(client[i], r.redactor)
 	stored[i] = m
 	return m
+}
+
+// Continued returns the conversation a request that names none continues
+// when its resent history is a window of that conversation's tail (the
+// client cut its history: it keeps its last messages, or drops its oldest
+// turns once its model's context fills), found by the newest reply it
+// resends (memory.NewestReply), which memgate relayed and stored: the
+// most recently updated conversation of the user whose live messages
+// ending at that reply are the client's, from its first through that
+// reply, as memgate stores them, after at least one message the client
+// no longer resends (memory.ContinuesTail: one for one, at least one a
+// user's; a history that starts where the conversation starts is Route's
+// to place, and another chat that opens alike never continues it so). It
+// returns "" when there is none, when the
+// user's default conversation holds the window through that reply (the
+// history is a full-history chat's, whose first turn is stored there and
+// adopted by the conversation its history derives), when the request
+// resends no reply, or when its history was cut
+// (memory.CutHistory: its first message is no longer the client's). id
+// is the request's identity; cut the request's memory.Cut. It is for a
+// request whose derived conversation (or the branch Route placed it in)
+// holds nothing (Route's empty), so only such requests pay the lookup;
+// an error is a failed read, and the caller stays where Route placed it.
+func (r *Router) Continued(ctx context.Context, id memory.Identity, cut memory.Cut) (string, error) {
+	if r.replies == nil || cut.Skipped > 0 || len(cut.Prior) == 0 {
+		return "", nil
+	}
+	window := make([]memory.Message, len(cut.Prior))
+	for i, m := range cut.Prior {
+		window[i] = StoredForm(m, r.redactor)
+	}
+	at := memory.NewestReply(window)
+	if at < 0 {
+		return "", nil
+	}
+	window = window[:at+1]
+	found, err := r.replies.Replied(ctx, id.Tenant, id.User, window[at].Print(), len(window)+1)
+	if err != nil {
+		return "", fmt.Errorf("look the newest resent reply up: %w", err)
+	}
+	for _, f := range found {
+		if f.Conversation == memory.DefaultConversation && memory.EndsWith(f.Tail, window) {
+			// A full-history chat's first turn, which its continuation
+			// adopts into the conversation its history derives
+			// (Adopter): the history is the chat's whole, not a cut.
+			return "", nil
+		}
+	}
+	for _, f := range found {
+		if f.Conversation != id.Conversation && f.Conversation != memory.DefaultConversation && memory.ContinuesTail(f.Tail, window) {
+			return f.Conversation, nil
+		}
+	}
+	return "", nil
 }

@@ -136,7 +136,7 @@ func TestRouterRoute(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeReader{convs: tt.convs, fail: tt.fail}
-			got, _ := NewRouter(f, fakeRedactor{}, nil).Route(context.Background(), id, tt.msgs, memory.CutRequest(tt.msgs, 0))
+			got, _, _ := NewRouter(f, nil, fakeRedactor{}, nil).Route(context.Background(), id, tt.msgs, memory.CutRequest(tt.msgs, 0))
 			want := tt.want
 			if want == "" {
 				want = branch(tt.msgs, 4)
@@ -172,7 +172,7 @@ func TestRouterBoundsHops(t *testing.T) {
 		path = append(path, conv)
 		conv = memory.BranchConversation("acme", "ana", client, hop+1)
 	}
-	got, _ := NewRouter(f, nil, nil).Route(context.Background(), id, client, memory.CutRequest(client, 0))
+	got, _, _ := NewRouter(f, nil, nil, nil).Route(context.Background(), id, client, memory.CutRequest(client, 0))
 	if got != path[maxBranchHops] || len(f.reads) != maxBranchHops+1 {
 		t.Fatalf("Route = %q after %d reads, want %q (branch %d) after %d", got, len(f.reads), path[maxBranchHops], maxBranchHops, maxBranchHops+1)
 	}
@@ -220,7 +220,7 @@ func TestRouterReroute(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeReader{convs: tt.convs, fail: tt.fail}
-			r := NewRouter(f, nil, nil)
+			r := NewRouter(f, nil, nil, nil)
 			got, err := r.Reroute(context.Background(), tt.ex)
 			if (err != nil) != tt.wantFail || got.Conversation != tt.conv || got.Root != tt.root || (got.BranchSeed != "") != tt.guarded {
 				t.Fatalf("Reroute = %q (root %q, seed %q), %v; want %q (root %q, guarded %v), failing %v",
@@ -234,7 +234,7 @@ func TestRouterReroute(t *testing.T) {
 			f.fail = nil
 			derived := id
 			derived.Conversation = cmp.Or(tt.ex.Root, tt.ex.Conversation)
-			if routed, _ := r.Route(context.Background(), derived, next, memory.CutRequest(next, 0)); routed != got.Conversation {
+			if routed, _, _ := r.Route(context.Background(), derived, next, memory.CutRequest(next, 0)); routed != got.Conversation {
 				t.Fatalf("the chat's next request routed to %q, the exchange to %q", routed, got.Conversation)
 			}
 		})
@@ -257,7 +257,7 @@ func TestRouterReroute(t *testing.T) {
 			path = append(path, conv)
 			conv = memory.BranchConversation("acme", "ana", client, hop+1)
 		}
-		got, err := NewRouter(f, nil, nil).Reroute(context.Background(), exchangeOf(client, "x", ""))
+		got, err := NewRouter(f, nil, nil, nil).Reroute(context.Background(), exchangeOf(client, "x", ""))
 		if err != nil || got.Conversation != path[maxBranchHops] || got.BranchSeed != "" || got.Root != "x" {
 			t.Fatalf("Reroute = %q (root %q, seed %q), %v; want the last branch %q, unguarded", got.Conversation, got.Root, got.BranchSeed, err, path[maxBranchHops])
 		}
@@ -266,7 +266,7 @@ func TestRouterReroute(t *testing.T) {
 		ex := exchangeOf(b, "x", "")
 		ex.BranchSeed = ""
 		f := &fakeReader{convs: map[string][]memory.Message{"x": stored(a)}}
-		if got, err := NewRouter(f, nil, nil).Reroute(context.Background(), ex); err != nil || got.Conversation != "x" || len(f.reads) != 0 {
+		if got, err := NewRouter(f, nil, nil, nil).Reroute(context.Background(), ex); err != nil || got.Conversation != "x" || len(f.reads) != 0 {
 			t.Fatalf("Reroute = %q, %v after %d reads; want it unchanged, unread", got.Conversation, err, len(f.reads))
 		}
 	})
@@ -318,11 +318,11 @@ func BenchmarkRoute(b *testing.B) {
 				if how == "memo" {
 					reader = newRoutingStore(st)
 				}
-				r := NewRouter(reader, red, nil)
+				r := NewRouter(reader, nil, red, nil)
 				client := append(msgs, memory.Message{Role: "user", Content: "what shoes should I pack"})
 				b.ReportAllocs()
 				for b.Loop() {
-					if got, _ := r.Route(context.Background(), id, client, memory.CutRequest(client, 0)); got != id.Conversation {
+					if got, _, _ := r.Route(context.Background(), id, client, memory.CutRequest(client, 0)); got != id.Conversation {
 						b.Fatalf("Route = %q", got)
 					}
 				}

@@ -18,8 +18,8 @@ import (
 // (memory.Message.Print), most recently updated first, at most
 // contract.RepliedHolders of them, each with its up to n live messages
 // ending at its newest such reply (memory.Replied), read from one
-// snapshot. The default conversation is never one: its requests resend
-// no history.
+// snapshot. The user's default conversation is one like any other: a
+// full-history chat's first turn is stored there.
 func (s *Store) Replied(ctx context.Context, tenant, user string, reply memory.Print, n int) ([]memory.Replied, error) {
 	defer telemetry.Span(&ctx, "postgres.Replied")()
 	if n <= 0 {
@@ -37,9 +37,9 @@ func (s *Store) Replied(ctx context.Context, tenant, user string, reply memory.P
 			return h, row.Scan(&h.conv, &h.seq, &h.updated)
 		}, `SELECT m.conversation, MAX(m.seq), c.updated_at FROM messages m
 			JOIN conversations c ON c.tenant = m.tenant AND c.user_id = m.user_id AND c.id = m.conversation
-			WHERE m.tenant = $1 AND m.user_id = $2 AND m.reply = $3 AND m.superseded_at IS NULL AND m.conversation <> $4
-			GROUP BY m.conversation, c.updated_at ORDER BY c.updated_at DESC, m.conversation LIMIT $5`,
-			tenant, user, reply.Sum[:], memory.DefaultConversation, contract.RepliedHolders)
+			WHERE m.tenant = $1 AND m.user_id = $2 AND m.reply = $3 AND m.superseded_at IS NULL
+			GROUP BY m.conversation, c.updated_at ORDER BY c.updated_at DESC, m.conversation LIMIT $4`,
+			tenant, user, reply.Sum[:], contract.RepliedHolders)
 		if err != nil {
 			return err
 		}

@@ -14,8 +14,8 @@ import (
 // (memory.Message.Print), most recently updated first, at most
 // contract.RepliedHolders of them, each with its up to n live messages
 // ending at its newest such reply (memory.Replied), read from one
-// snapshot. The default conversation is never one: its requests resend
-// no history. A user being erased has none.
+// snapshot. The user's default conversation is one like any other: a
+// full-history chat's first turn is stored there. A user being erased has none.
 func (s *Store) Replied(ctx context.Context, tenant, user string, reply memory.Print, n int) ([]memory.Replied, error) {
 	defer telemetry.Span(&ctx, "sqlite.Replied")()
 	if n <= 0 {
@@ -35,9 +35,9 @@ func (s *Store) Replied(ctx context.Context, tenant, user string, reply memory.P
 		return h, r.Scan(&h.r.Conversation, &h.seq, (*nanoTime)(&h.r.UpdatedAt))
 	}, `SELECT m.conversation, MAX(m.seq), c.updated_at FROM messages m
 		JOIN conversations c ON c.tenant = m.tenant AND c.user_id = m.user_id AND c.id = m.conversation
-		WHERE m.tenant = ? AND m.user_id = ? AND m.reply = ? AND m.superseded_at IS NULL AND m.conversation <> ?`+notErasing("m")+`
+		WHERE m.tenant = ? AND m.user_id = ? AND m.reply = ? AND m.superseded_at IS NULL`+notErasing("m")+`
 		GROUP BY m.conversation ORDER BY c.updated_at DESC, m.conversation LIMIT ?`,
-		tenant, user, reply.Sum[:], memory.DefaultConversation, contract.RepliedHolders)
+		tenant, user, reply.Sum[:], contract.RepliedHolders)
 	if err != nil {
 		return nil, fmt.Errorf("look a reply up: %w", err)
 	}

@@ -14,8 +14,8 @@ import (
 // names no conversation (the record package's Router).
 type RepliedStore interface {
 	Store
-	// Replied returns the conversations of tenant's user, the default one
-	// aside, whose live messages include an assistant's message with
+	// Replied returns the conversations of tenant's user (the default one
+	// among them), whose live messages include an assistant's message with
 	// text whose print is reply (memory.Message.Print), most recently
 	// updated first, at most contract.RepliedHolders of them, each with
 	// its up to n live messages ending at its newest such reply, oldest
@@ -38,7 +38,7 @@ func RunReplied(t *testing.T, open func(t *testing.T) RepliedStore) {
 		{"NotASupersededReply", testRepliedSuperseded},
 		{"NotADeletedConversation", testRepliedDeleted},
 		{"NotAnErasedUser", testRepliedErased},
-		{"NotTheDefaultConversationNorAUserMessage", testRepliedDefault},
+		{"TheDefaultConversationButNotAUserMessage", testRepliedDefault},
 	} {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open(t)) })
 	}
@@ -181,14 +181,17 @@ func testRepliedErased(t *testing.T, s RepliedStore) {
 	}
 }
 
-// testRepliedDefault: the default conversation (whose requests resend no
-// history) is never found, nor a user's message saying the same text.
+// testRepliedDefault: the default conversation (where a full-history
+// chat's first turn is stored) is found as any other; a user's message
+// saying the text of a reply is not.
 func testRepliedDefault(t *testing.T, s RepliedStore) {
 	def := memory.Identity{Tenant: "t", User: "u", Conversation: memory.DefaultConversation}
 	mustSave(t, s, simple(t, def, 1))
-	if got := mustReplied(t, s, "t", "u", "answer 1", 2); len(got) != 0 {
-		t.Errorf("Replied(answer 1) found %v in the default conversation, want none", convsOf(got))
+	got := mustReplied(t, s, "t", "u", "answer 1", 2)
+	if !slices.Equal(convsOf(got), []string{memory.DefaultConversation}) {
+		t.Fatalf("Replied(answer 1) found %v, want [default]", convsOf(got))
 	}
+	assertContents(t, "default's tail", got[0].Tail, []string{"user:question 1", "assistant:answer 1"})
 	id := memory.Identity{Tenant: "t", User: "u", Conversation: "chat-a"}
 	mustSave(t, s, exchange(id, "ex-said", 5, nil, []memory.Message{msg(t, "user", "echo")}, msg(t, "assistant", "ok")))
 	if got := mustReplied(t, s, "t", "u", "echo", 2); len(got) != 0 {
