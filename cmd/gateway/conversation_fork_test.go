@@ -89,21 +89,7 @@ func (c *forkChat) fork(drop int) *forkChat {
 // message>", N counting the calls: a regenerated turn gets a new answer.
 func countingUpstream() http.Handler {
 	var n atomic.Int64
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var req struct {
-			Messages []json.RawMessage `json:"messages"`
-		}
-		json.Unmarshal(body, &req)
-		last := ""
-		for _, raw := range req.Messages {
-			if m, err := memory.ParseMessage(raw); err == nil && m.Role == "user" {
-				last = m.Content
-			}
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		upstreamtest.Chat(upstreamtest.Reply{Content: fmt.Sprintf("reply %d: %s", n.Add(1), last)}).ServeHTTP(w, r)
-	})
+	return answeringUpstream(func(last string) string { return fmt.Sprintf("reply %d: %s", n.Add(1), last) })
 }
 
 // liveAndSuperseded returns a conversation's live messages as "role:

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -22,23 +19,11 @@ import (
 // one got there or was answered.
 func gatedUpstream(gates map[string]func()) http.Handler {
 	var n atomic.Int64
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var req struct {
-			Messages []json.RawMessage `json:"messages"`
-		}
-		json.Unmarshal(body, &req)
-		last := ""
-		for _, raw := range req.Messages {
-			if m, err := memory.ParseMessage(raw); err == nil && m.Role == "user" {
-				last = m.Content
-			}
-		}
+	return answeringUpstream(func(last string) string {
 		if gate := gates[last]; gate != nil {
 			gate()
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		upstreamtest.Chat(upstreamtest.Reply{Content: fmt.Sprintf("reply %d: %s", n.Add(1), last)}).ServeHTTP(w, r)
+		return fmt.Sprintf("reply %d: %s", n.Add(1), last)
 	})
 }
 

@@ -47,6 +47,7 @@ type store interface {
 	record.ChatLocker  // a chat's first turn and its continuation stored one at a time across processes
 	record.StampReader // capture's check of what a long history's cut leaves out
 	record.PurgeLedger // the queue purges not known to be done, retried by every process
+	record.ReplyFinder // routing's: the conversation a cut history continues, by its newest reply
 	enrich.Store
 	enrich.FactWriter
 	recall.ItemSearcher
@@ -292,7 +293,7 @@ func openMemory(ctx context.Context, cfg config.Config, rdb *redis.Client, count
 		return fail(err)
 	}
 	stale := cfg.Capture.ReclaimAfter.D()
-	m.Router = record.NewRouter(cs, red, logger)
+	m.Router = record.NewRouter(cs, b.store, red, logger)
 	// The Capturer and the Worker store a chat's first turn and its
 	// continuation one at a time, with each other and with every process
 	// sharing the store (record.ChatLocks over the store's locks).

@@ -30,6 +30,12 @@ import (
 // echoUpstream answers every chat completion with "ack: <last user text>",
 // as JSON or SSE depending on the request.
 func echoUpstream() http.Handler {
+	return answeringUpstream(func(last string) string { return "ack: " + last })
+}
+
+// answeringUpstream answers each chat completion answer(<last user
+// message>).
+func answeringUpstream(answer func(last string) string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var req struct {
@@ -43,7 +49,7 @@ func echoUpstream() http.Handler {
 			}
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		upstreamtest.Chat(upstreamtest.Reply{Content: "ack: " + last}).ServeHTTP(w, r)
+		upstreamtest.Chat(upstreamtest.Reply{Content: answer(last)}).ServeHTTP(w, r)
 	})
 }
 

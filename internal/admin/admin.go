@@ -32,24 +32,25 @@ type IdentityResolver interface {
 type Preparer interface {
 	Prepare(ctx context.Context, req memory.Request) (memory.Prepared, error)
 	// Route returns the branch of the conversation id.Conversation,
-	// derived from the history msgs resend, that the history continues
-	// (see engine.Engine.Route; cut is msgs' memory.Cut), and the user's
+	// derived from the history msgs resend, that the history continues,
+	// or the conversation whose tail a cut history continues (see
+	// engine.Engine.Route; cut is msgs' memory.Cut), with the user's
 	// revision counters it read (nil: none; a preview reads its own); it
 	// never fails.
-	Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (memory.Routed, *memory.Revisions)
+	Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) memory.Routed
 }
 
 // ImpliedConversation is the conversation a memory-on request naming none
 // goes to, as the chat routes place it: memory.ImpliedConversation, and,
 // when that was derived from the history msgs resend, the branch of it
-// p routes the request to, comparing what a chat request's exchange would
+// (or the conversation a cut history continues) p routes the request to, comparing what a chat request's exchange would
 // store of msgs (memory.CutRequest with keep, capture.max_history_messages).
 func ImpliedConversation(ctx context.Context, p Preparer, id memory.Identity, msgs []memory.Message, keep int) string {
 	id.Conversation = memory.ImpliedConversation(id.Tenant, id.User, msgs)
 	if id.Conversation == memory.DefaultConversation {
 		return id.Conversation
 	}
-	if routed, _ := p.Route(ctx, id, msgs, memory.CutRequest(msgs, keep)); routed.Conversation != "" {
+	if routed := p.Route(ctx, id, msgs, memory.CutRequest(msgs, keep)); routed.Conversation != "" {
 		return routed.Conversation
 	}
 	return id.Conversation

@@ -25,8 +25,8 @@ func (f preparerFunc) Prepare(ctx context.Context, req memory.Request) (memory.P
 }
 
 // Route leaves every request in its derived conversation.
-func (f preparerFunc) Route(_ context.Context, id memory.Identity, _ []memory.Message, _ memory.Cut) (memory.Routed, *memory.Revisions) {
-	return memory.Routed{Conversation: id.Conversation}, nil
+func (f preparerFunc) Route(_ context.Context, id memory.Identity, _ []memory.Message, _ memory.Cut) memory.Routed {
+	return memory.Routed{Conversation: id.Conversation}
 }
 
 // mustAdmin serves a with a server.Server until the test ends.
@@ -146,8 +146,8 @@ func (p routingPreparer) Prepare(_ context.Context, req memory.Request) (memory.
 	return memory.Prepared{Messages: memory.Raws(req.Messages)}, nil
 }
 
-func (p routingPreparer) Route(_ context.Context, id memory.Identity, _ []memory.Message, _ memory.Cut) (memory.Routed, *memory.Revisions) {
-	return memory.Routed{Conversation: p.branch, Root: id.Conversation}, nil
+func (p routingPreparer) Route(_ context.Context, id memory.Identity, _ []memory.Message, _ memory.Cut) memory.Routed {
+	return memory.Routed{Conversation: p.branch, Root: id.Conversation}
 }
 
 // TestPreviewRoutesDerivedConversations: a preview of a request naming no

@@ -67,32 +67,61 @@ func (c *Core) waitStored(ctx context.Context, id memory.Identity) (waited, idle
 }
 
 // Route returns where a request whose conversation was derived from its
-// history goes on (see record.Router.Route): the derived one, or the
-// branch of it that the history continues (or the conversation an
-// earlier memgate derived for it, or a branch of that one). It first
+// history goes on (see record.Router.Route, and its order): the derived
+// one, or the branch of it that the history continues (or the
+// conversation an earlier memgate derived for it, or a branch of that
+// one), or, when that holds nothing, the conversation whose tail the
+// history is a window of (record.Router.Continued: a client that cuts its
+// history; the Routed is Continued, with no Root and no Seed). It first
 // waits, briefly (as Prepare does), for turns of the derived conversation
-// being stored, so that it compares with what they store. With no core
-// connected, or no Router, it returns the zero Routed: the request stays
-// where it is.
+// being stored, so that it compares with what they store, and, before it
+// looks a window's reply up, for the user's turns being stored, so that
+// it finds the turn answered just before. With no core connected, or no
+// Router, it returns the zero Routed: the request stays where it is.
 //
-// It returns the user's revision counters it read too, for the request's
-// Prepare (memory.Request.Revisions), when they are as current as Prepare
-// would read them: the request stays in the derived conversation, whose
-// turns were all stored when they were read (Prepare reads them again when
-// a turn was being stored by then). Otherwise it returns nil: a turn of
-// the branch, or one the wait gave up on, could be stored between routing
-// and Prepare, and Prepare's wait could not tell.
-func (e *Engine) Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (memory.Routed, *memory.Revisions) {
+// The Routed's Revisions are the user's revision counters it read, for
+// the request's Prepare (memory.Request.Revisions), when they are as
+// current as Prepare would read them: the request stays in the derived
+// conversation, whose turns were all stored when they were read (Prepare
+// reads them again when a turn was being stored by then). Otherwise they
+// are nil: a turn of the branch, or one the wait gave up on, could be
+// stored between routing and Prepare, and Prepare's wait could not tell.
+func (e *Engine) Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) memory.Routed {
 	c := e.cur.Load()
 	if c == nil || c.Router == nil {
-		return memory.Routed{}, nil
+		return memory.Routed{}
 	}
 	_, idle := c.waitStored(ctx, id)
-	routed, rev := c.Router.Route(ctx, id, msgs, cut)
-	if !idle || routed.Conversation != id.Conversation {
-		rev = nil
+	routed, rev, empty := c.Router.Route(ctx, id, msgs, cut)
+	if empty {
+		if found := e.continued(ctx, c, id, cut); found != "" {
+			return memory.Routed{Conversation: found, Continued: true}
+		}
 	}
-	return routed, rev
+	if idle && routed.Conversation == id.Conversation {
+		routed.Revisions = rev
+	}
+	return routed
+}
+
+// continued is the conversation a request whose derived conversation holds
+// nothing continues (record.Router.Continued), "" when none: it waits
+// first, as waitStored does, for the user's turns being stored. A failed
+// lookup is logged without contents and finds none.
+func (e *Engine) continued(ctx context.Context, c *Core, id memory.Identity, cut memory.Cut) string {
+	wait := 100 * time.Millisecond
+	if dl, ok := ctx.Deadline(); ok {
+		wait = time.Until(dl) / 2
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	_ = c.Capturer.WaitUser(wctx, id.Tenant, id.User) // a wait given up on looks up what is stored
+	cancel()
+	found, err := c.Router.Continued(ctx, id, cut)
+	if err != nil && e.log != nil {
+		e.log.WarnContext(ctx, "looking up the conversation a cut history continues failed; staying in the derived one",
+			"tenant", id.Tenant, "conversation", id.Conversation, "error", err)
+	}
+	return found
 }
 
 // Capture records a finished exchange, or drops and counts it while no

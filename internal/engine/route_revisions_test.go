@@ -86,7 +86,7 @@ func newRoutedCore(t testing.TB, held bool) *routedCore {
 		rc.gate = make(chan struct{})
 		saver = gatedSaver{Saver: reads, gate: rc.gate}
 	}
-	router := record.NewRouter(routerReads{revs, reads}, nil, nil)
+	router := record.NewRouter(routerReads{revs, reads}, nil, nil, nil)
 	rc.cap = record.New(nil, saver, nil, nil, record.Options{Router: router, SaveWait: time.Minute})
 	t.Cleanup(func() {
 		if rc.gate != nil {
@@ -128,9 +128,8 @@ func (rc *routedCore) requestWith(t testing.TB, msgs []memory.Message, handOn bo
 	id.Conversation = memory.ImpliedConversation(id.Tenant, id.User, msgs)
 	var rev *memory.Revisions
 	if id.Conversation != memory.DefaultConversation {
-		var routed memory.Routed
-		routed, rev = rc.e.Route(ctx, id, msgs, memory.CutRequest(msgs, 0))
-		id.Conversation = routed.Conversation
+		routed := rc.e.Route(ctx, id, msgs, memory.CutRequest(msgs, 0))
+		id.Conversation, rev = routed.Conversation, routed.Revisions
 	}
 	if !handOn {
 		rev = nil
@@ -187,7 +186,8 @@ func TestRoutedRequestReadsRevisionsOnce(t *testing.T) {
 		next := chat(2)
 		ctx := context.Background()
 		rctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-		routed, rev := rc.e.Route(rctx, id, next, memory.CutRequest(next, 0))
+		routed := rc.e.Route(rctx, id, next, memory.CutRequest(next, 0))
+		rev := routed.Revisions
 		cancel()
 		if rev != nil {
 			t.Fatalf("Route handed on revisions read while a turn of %s was being stored", routed.Conversation)

@@ -43,18 +43,34 @@ func seed(tenant, user string, msgs []Message, system bool) string {
 
 // Routed is where a request that names no conversation and resends its
 // history goes on (internal/engine/record's Router), and what its
-// exchange carries so that its save finds the same place.
+// exchange carries so that its save finds the same place: the
+// conversation derived from its history (DerivedConversation, or the
+// LegacyConversation an earlier memgate stored its chat in), the branch
+// of it the history continues (BranchOf), or, when none of those holds
+// anything and the history is a window of a conversation's tail
+// (ContinuesTail), that conversation.
 type Routed struct {
 	// Conversation is the conversation the request goes on in: its
 	// DerivedConversation (or the LegacyConversation an earlier memgate
-	// stored its chat in), or a branch of that one (BranchOf).
+	// stored its chat in), a branch of that one (BranchOf), or the
+	// conversation its cut history continues (Continued).
 	Conversation string
 	// Root is the conversation Conversation is a branch of; "" when it
-	// is none (Exchange.Root).
+	// is none (Exchange.Root), and when Continued.
 	Root string
 	// Seed is the BranchSeed the ids of Root's branches derive from
-	// (Exchange.BranchSeed).
+	// (Exchange.BranchSeed); "" when Continued.
 	Seed string
+	// Continued is true when Conversation was found by the newest reply
+	// the request resends rather than derived from its history's start:
+	// its exchange is stored there as a named conversation's is (no
+	// branch guard, no root, no seed), aligned with the conversation's
+	// tail.
+	Continued bool
+	// Revisions are the user's revision counters routing read, when they
+	// may serve the request's Prepare (Request.Revisions; nil: Prepare
+	// reads them).
+	Revisions *Revisions
 }
 
 // BranchOf is the conversation of a branch of a derived conversation: a

@@ -35,16 +35,18 @@ type Capturer interface {
 // Router places a request that names no conversation and resends its
 // history, whose conversation id.Conversation was derived from it, in the
 // branch of that conversation its history continues (or in the one an
-// earlier memgate derived for it), and returns where, with the branch
-// seed its exchange carries (implemented by internal/engine). It never
-// fails: when it cannot tell (the zero Routed), the request stays in
-// id.Conversation. It returns
-// the user's revision counters it read too when they may serve the
-// request's Prepare (memory.Request.Revisions; nil: Prepare reads them).
-// cut is the request's memory.Cut of msgs: it compares what the request's
-// exchange stores.
+// earlier memgate derived for it), or, when that holds nothing and the
+// history is a window of another conversation's tail (a client that cuts
+// its history), in that conversation (Routed.Continued), and returns
+// where, with the branch seed its exchange carries (none when Continued)
+// (implemented by internal/engine). It never fails: when it cannot tell
+// (the zero Routed), the request stays in id.Conversation. It returns the
+// user's revision counters it read too when they may serve the request's
+// Prepare (memory.Routed.Revisions; nil: Prepare reads them). cut is the
+// request's memory.Cut of msgs: it compares what the request's exchange
+// stores.
 type Router interface {
-	Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (memory.Routed, *memory.Revisions)
+	Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) memory.Routed
 }
 
 // IdentityResolver maps a request to its identity and memory mode
@@ -76,29 +78,33 @@ func (p *Proxy) identify(r *http.Request, bodyUser string) (memory.Identity, mem
 // conversationFor is where a memory-on request that names no
 // conversation goes (see memory.ImpliedConversation): the conversation
 // derived from its history, or where the Router places it (a branch of
-// it, whose Root it names), with the branch seed its exchange carries
-// (empty in the user's default conversation), and the revision counters
-// routing read for the request's Prepare (nil: none): a derived
-// conversation goes through the Router, within LoadTimeout. cut is the
-// request's memory.Cut of msgs.
-func (p *Proxy) conversationFor(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (memory.Routed, *memory.Revisions) {
+// it, whose Root it names, or the conversation its cut history continues
+// rather than derives: memory.Routed.Continued, whose exchange is stored
+// there as a named conversation's is), with the branch seed its exchange
+// carries (empty in the user's default conversation, and when
+// Continued), and the revision counters routing read for the request's
+// Prepare (Revisions; nil: none): a derived conversation goes through
+// the Router, within LoadTimeout. cut is the request's memory.Cut of
+// msgs.
+func (p *Proxy) conversationFor(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) memory.Routed {
 	conv := memory.ImpliedConversation(id.Tenant, id.User, msgs)
 	if conv == memory.DefaultConversation {
-		return memory.Routed{Conversation: conv}, nil
+		return memory.Routed{Conversation: conv}
 	}
 	derived := memory.Routed{Conversation: conv, Seed: memory.BranchSeed(id.Tenant, id.User, msgs)}
 	if p.deps.Router == nil {
-		return derived, nil
+		return derived
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.opts.LoadTimeout)
 	defer cancel()
 	did := id
 	did.Conversation = conv
-	routed, rev := p.deps.Router.Route(ctx, did, msgs, cut)
+	routed := p.deps.Router.Route(ctx, did, msgs, cut)
 	if routed.Conversation == "" {
-		return derived, rev
+		derived.Revisions = routed.Revisions
+		return derived
 	}
-	return routed, rev
+	return routed
 }
 
 // prepareResult is one Prepare call's outcome.
@@ -254,8 +260,8 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		var prep prepareResult
 		if withMemory {
 			if implied {
-				routed, mreq.Revisions = p.conversationFor(r.Context(), id, req.Messages, cut)
-				id.Conversation = routed.Conversation
+				routed = p.conversationFor(r.Context(), id, req.Messages, cut)
+				id.Conversation, mreq.Revisions = routed.Conversation, routed.Revisions
 				mreq.Identity, mreq.Root = id, routed.Root
 			}
 			if injects {
@@ -282,12 +288,15 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 					// conversation (or the branch of it the chat went
 					// on in) when the chat goes on; a turn of a derived
 					// conversation is stored in the branch its history
-					// continues when it is saved (BranchSeed).
+					// continues when it is saved (BranchSeed). A turn
+					// continuing the conversation its cut history is a
+					// window of is stored there as a named
+					// conversation's is, aligned with its tail.
 					f.capture.derived = id.Conversation != memory.DefaultConversation
 					f.capture.candidate = memory.Candidate(id.Tenant, id.User, req.Messages)
 					f.capture.root = routed.Root
 					if f.capture.derived {
-						f.capture.seed = routed.Seed
+						f.capture.seed = routed.Seed // none when Continued
 					}
 				}
 				defer f.capture.abandon()

@@ -364,9 +364,9 @@ func TestRepeatedRoleRejected(t *testing.T) {
 }
 
 // routerFunc adapts a function to Router.
-type routerFunc func(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (memory.Routed, *memory.Revisions)
+type routerFunc func(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) memory.Routed
 
-func (f routerFunc) Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (memory.Routed, *memory.Revisions) {
+func (f routerFunc) Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) memory.Routed {
 	return f(ctx, id, msgs, cut)
 }
 
@@ -380,6 +380,9 @@ func (f routerFunc) Route(ctx context.Context, id memory.Identity, msgs []memory
 // the Router read are the prompt's (memory.Request.Revisions), so the
 // request reads them once. A request that names its conversation, or that
 // carries only its newest turn, is not routed, and its Prepare reads them.
+// A request whose cut history continues another conversation
+// (memory.Routed.Continued) is captured there as a named conversation's
+// turn is: no Root, no BranchSeed.
 func TestRouting(t *testing.T) {
 	const branch, legacy = "chat-0123456789abcdef0123456789abcdef", "chat-fedcba9876543210fedcba9876543210"
 	derivedID := memory.DerivedConversation(memory.DefaultTenant, "alice", []memory.Message{
@@ -400,6 +403,7 @@ func TestRouting(t *testing.T) {
 		{"derived, staying", memoryChat, nil, memory.Routed{Conversation: derivedID, Seed: seed}, true, derivedID, "", seed},
 		{"derived, no answer", memoryChat, nil, memory.Routed{}, true, derivedID, "", seed},
 		{"derived, an earlier memgate's conversation", memoryChat, nil, memory.Routed{Conversation: legacy, Seed: "legacy"}, true, legacy, "", "legacy"},
+		{"derived, continuing the conversation its window ends", memoryChat, nil, memory.Routed{Conversation: "chat-found", Continued: true}, true, "chat-found", "", ""},
 		{"named", memoryChat, map[string]string{"X-Memory-Conversation": "c1"}, memory.Routed{Conversation: branch}, false, "c1", "", ""},
 		{"newest turn only", newest, nil, memory.Routed{Conversation: branch}, false, memory.DefaultConversation, "", ""},
 	}
@@ -407,9 +411,11 @@ func TestRouting(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			asked := make(chan memory.Identity, 1)
 			read := &memory.Revisions{MessagesAdded: 7}
-			router := routerFunc(func(_ context.Context, id memory.Identity, msgs []memory.Message, _ memory.Cut) (memory.Routed, *memory.Revisions) {
+			router := routerFunc(func(_ context.Context, id memory.Identity, msgs []memory.Message, _ memory.Cut) memory.Routed {
 				asked <- id
-				return tt.route, read
+				routed := tt.route
+				routed.Revisions = read
+				return routed
 			})
 			reqs, captured := make(chan memory.Request, 1), make(chanCapturer, 1)
 			up := upstreamtest.New(t, upstreamtest.Chat(upstreamtest.Reply{Content: "Tea."}))
@@ -444,7 +450,11 @@ func TestRouting(t *testing.T) {
 			}
 			// A turn of a derived conversation carries the seed of the
 			// branches it routes through, so its save can place it where
-			// its history goes.
+			// its history goes; one continuing the conversation its cut
+			// history is a window of carries none.
+			if ex.Derived != (tt.want != "c1" && tt.want != memory.DefaultConversation) {
+				t.Fatalf("captured Derived %v in %q", ex.Derived, tt.want)
+			}
 			if ex.BranchSeed != tt.seed {
 				t.Fatalf("captured BranchSeed %q, want %q", ex.BranchSeed, tt.seed)
 			}
@@ -495,9 +505,9 @@ func TestMemoryNamesUnstoredHistory(t *testing.T) {
 				captured := make(chanCapturer, 1)
 				routed := make(chan memory.Cut, 1)
 				deps := Deps{Resolver: identity.New(nil), Capturer: captured,
-					Router: routerFunc(func(_ context.Context, id memory.Identity, _ []memory.Message, cut memory.Cut) (memory.Routed, *memory.Revisions) {
+					Router: routerFunc(func(_ context.Context, id memory.Identity, _ []memory.Message, cut memory.Cut) memory.Routed {
 						routed <- cut
-						return memory.Routed{Conversation: id.Conversation}, nil
+						return memory.Routed{Conversation: id.Conversation}
 					})}
 				if tt.prep != nil {
 					deps.Preparer = tt.prep

@@ -22,8 +22,8 @@ func (f preparerFunc) Prepare(ctx context.Context, req memory.Request) (memory.P
 }
 
 // Route leaves every request in its derived conversation.
-func (f preparerFunc) Route(_ context.Context, id memory.Identity, _ []memory.Message, _ memory.Cut) (memory.Routed, *memory.Revisions) {
-	return memory.Routed{Conversation: id.Conversation}, nil
+func (f preparerFunc) Route(_ context.Context, id memory.Identity, _ []memory.Message, _ memory.Cut) memory.Routed {
+	return memory.Routed{Conversation: id.Conversation}
 }
 
 func TestPreviewShowsPartsAgainstTheirShares(t *testing.T) {

@@ -520,6 +520,34 @@ func (c *Capturer) Wait(ctx context.Context, id memory.Identity) (waited bool, e
 	}
 }
 
+// WaitUser returns once no turn of any conversation of tenant's user is
+// being stored by this Capturer (at once when none is), or with ctx's
+// error when ctx ends first. A request that may continue a conversation it
+// does not name yet (one found by the newest reply it resends:
+// Router.Continued) calls it before that lookup, so that it finds the
+// turn answered just before it, wherever that went.
+func (c *Capturer) WaitUser(ctx context.Context, tenant, user string) error {
+	for {
+		c.convMu.Lock()
+		var idle chan struct{}
+		for id, st := range c.convs {
+			if id.Tenant == tenant && id.User == user && st.inflight > 0 {
+				idle = st.idle
+				break
+			}
+		}
+		c.convMu.Unlock()
+		if idle == nil {
+			return nil
+		}
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the user's pending captures: %w", ctx.Err())
+		}
+	}
+}
+
 // begin counts a turn of id in flight.
 func (c *Capturer) begin(id memory.Identity) {
 	c.convMu.Lock()

@@ -92,7 +92,7 @@ func TestTwoProcessesFirstTurnRacingItsContinuation(t *testing.T) {
 						checkOnce: &checkOnce, adOnce: &adOnce, hold: 200 * time.Millisecond}
 					p2 := p1
 					p2.gatewayReads = newGatewayReads(s2)
-					r1, r2 := NewRouter(p1, nil, nil), NewRouter(p2, nil, nil)
+					r1, r2 := NewRouter(p1, nil, nil, nil), NewRouter(p2, nil, nil, nil)
 					first := routedExchange(t, r1, user, chatTurns(t, "hi"), "Hello")
 					next := routedExchange(t, r2, user, chatTurns(t, "hi", "Hello", "plan a trip"), "A2")
 					if next.Conversation != first.Candidate {

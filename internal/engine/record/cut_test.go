@@ -120,7 +120,7 @@ func contentsOf(msgs []memory.Message) []string {
 func TestRouteLongHistoryThatBranches(t *testing.T) {
 	const keep, long = 100, 5000
 	st := newRoutingStore(mustSQLite(t))
-	r := NewRouter(st, nil, nil)
+	r := NewRouter(st, nil, nil, nil)
 	c := mustCapturer(t, st.Outbox(), st, nil, Options{Batches: st, DeadLetters: st.Store, Adopter: st.Store, Router: r})
 	derived := memory.Identity{Tenant: "acme", User: "ana", Conversation: "chat-0123456789abcdef0123456789abcdef"}
 	chat := func(second string) []memory.Message {
@@ -138,7 +138,7 @@ func TestRouteLongHistoryThatBranches(t *testing.T) {
 		question := memory.Message{Role: "user", Content: fmt.Sprint("question ", n)}
 		req := append(slices.Clone(msgs), question)
 		cut := memory.CutRequest(req, keep) // once, as the proxy does
-		routed, _ := r.Route(context.Background(), derived, req, cut)
+		routed, _, _ := r.Route(context.Background(), derived, req, cut)
 		id := derived
 		id.Conversation = routed.Conversation
 		ex := memory.Exchange{ID: fmt.Sprint("req-", n), Identity: id, Model: "m", Prior: cut.Prior, Skipped: cut.Skipped,
@@ -229,8 +229,8 @@ func TestRouteComparesWhatTheSaveCompares(t *testing.T) {
 			edited[at] = "edited"
 			client := append(routeMsgs(edited...), memory.Message{Role: "user", Content: "and now?"})
 			f := &fakeReader{convs: map[string][]memory.Message{"x": held}}
-			if got, _ := NewRouter(f, nil, nil).Route(context.Background(), id, client, memory.CutRequest(client, keep)); got.Conversation != tt.want(client) {
-				t.Fatalf("Route = %q, want %q", got, tt.want(client))
+			if got, _, _ := NewRouter(f, nil, nil, nil).Route(context.Background(), id, client, memory.CutRequest(client, keep)); got.Conversation != tt.want(client) {
+				t.Fatalf("Route = %q, want %q", got.Conversation, tt.want(client))
 			}
 		})
 	}

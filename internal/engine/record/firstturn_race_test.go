@@ -54,7 +54,7 @@ func TestWorkerFirstTurnRacingItsContinuationIntoABranch(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			st := mustSQLite(t)
 			rs := newRoutingStore(st)
-			r := NewRouter(rs, nil, nil)
+			r := NewRouter(rs, nil, nil, nil)
 			chats := NewChatLocks(nil)
 			c := mustCapturer(t, nil, rs, nil, withStore(Options{Router: r, Chats: chats}, rs))
 			o := newOpener(t, r)

@@ -70,7 +70,7 @@ func newGatewayReads(st sharedStore) gatewayReads {
 func newGateway(tb testing.TB, st sharedStore) gateway {
 	tb.Helper()
 	gr := newGatewayReads(st)
-	r := NewRouter(gr, nil, nil)
+	r := NewRouter(gr, nil, nil, nil)
 	return gateway{r: r, c: mustCapturer(tb, nil, gr, nil, withStore(Options{Router: r}, gr))}
 }
 

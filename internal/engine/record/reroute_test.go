@@ -42,7 +42,7 @@ func routedExchange(tb testing.TB, r *Router, user string, msgs []memory.Message
 	id.Conversation = memory.ImpliedConversation(id.Tenant, id.User, msgs)
 	ex := memory.Exchange{ID: NewExchangeID(), Model: "m", Reply: parsed(tb, "assistant", reply)}
 	if id.Conversation != memory.DefaultConversation {
-		routed, _ := r.Route(context.Background(), id, msgs, memory.CutRequest(msgs, 0))
+		routed, _, _ := r.Route(context.Background(), id, msgs, memory.CutRequest(msgs, 0))
 		id.Conversation = routed.Conversation
 		ex.Derived, ex.Root, ex.BranchSeed = true, routed.Root, routed.Seed
 	}
@@ -133,7 +133,7 @@ func TestCaptureRoutesAgainWhenAnotherChatGotThereFirst(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			st := mustSQLite(t)
 			rs := newRoutingStore(st)
-			r := NewRouter(rs, nil, nil)
+			r := NewRouter(rs, nil, nil, nil)
 			gate := &gatedSaver{routingStore: rs}
 			c := mustCapturer(t, st.Outbox(), gate, nil, Options{Batches: gate, DeadLetters: st, Adopter: st, Router: r, Lanes: 1})
 			o := newOpener(t, r)
@@ -184,7 +184,7 @@ func TestCaptureFirstTurnAfterItsContinuationInABranch(t *testing.T) {
 		t.Run(routed, func(t *testing.T) {
 			st := mustSQLite(t)
 			rs := newRoutingStore(st)
-			r := NewRouter(rs, nil, nil)
+			r := NewRouter(rs, nil, nil, nil)
 			c := mustCapturer(t, st.Outbox(), rs, nil, withStore(Options{Router: r}, rs))
 			o := newOpener(t, r)
 			c.Capture(context.Background(), o.a1)

@@ -40,18 +40,29 @@ type HeadReader interface {
 // conversation refused because another chat got there first.
 type Router struct {
 	reader   HeadReader
-	redactor Redactor // nil: text is stored as is
+	replies  ReplyFinder // nil: no request continues a conversation it does not derive
+	redactor Redactor    // nil: text is stored as is
 	logger   *slog.Logger
 }
 
-// NewRouter returns a Router reading conversations through reader and
-// comparing messages as redactor (nil: none) would store them; logger may
-// be nil.
-func NewRouter(reader HeadReader, redactor Redactor, logger *slog.Logger) *Router {
+// ReplyFinder looks a reply a client resent up among a user's stored
+// conversations (implemented by the stores; storetest.RunReplied).
+type ReplyFinder interface {
+	// Replied returns the conversations of tenant's user, the default
+	// one aside, whose live messages include an assistant's message with
+	// text whose print is reply, most recently updated first (a few at
+	// most), each with its up to n live messages ending at that reply.
+	Replied(ctx context.Context, tenant, user string, reply memory.Print, n int) ([]memory.Replied, error)
+}
+
+// NewRouter returns a Router reading conversations through reader, looking
+// replies up through replies (nil: Continued finds none) and comparing
+// messages as redactor (nil: none) would store them; logger may be nil.
+func NewRouter(reader HeadReader, replies ReplyFinder, redactor Redactor, logger *slog.Logger) *Router {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Router{reader: reader, redactor: redactor, logger: logger}
+	return &Router{reader: reader, replies: replies, redactor: redactor, logger: logger}
 }
 
 // Route returns where a request whose conversation id.Conversation was
@@ -80,27 +91,34 @@ func NewRouter(reader HeadReader, redactor Redactor, logger *slog.Logger) *Route
 // memory.LegacyBranchSeed, so the chat is not stored again whole under
 // its new id.
 //
+// When the conversation it routes to still holds nothing (neither the
+// derived one nor the legacy one held the history's start), empty reports
+// so: a history that is a window of another conversation's tail (a
+// client that cuts its history) may continue that one instead, looked up
+// by its newest reply (Continued, the last step of the routing order:
+// derived id, legacy id, window).
+//
 // A read that fails leaves the request where it got to, logged without
 // contents; Route never fails the request. It returns the revision
 // counters it read too (nil when the read failed), for the request's
 // other reads (memory.Request.Revisions): they are the request's, never
 // kept past it.
-func (r *Router) Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (memory.Routed, *memory.Revisions) {
+func (r *Router) Route(ctx context.Context, id memory.Identity, msgs []memory.Message, cut memory.Cut) (routed memory.Routed, rev *memory.Revisions, empty bool) {
 	client := cut.Head()
 	stored := map[int]memory.Message{} // client messages as they would be stored, by index
 	form := func(i int) memory.Message { return r.storedForm(client, i, stored) }
-	rev := r.revisions(ctx, id)
+	rev = r.revisions(ctx, id)
 	from := memory.Routed{Conversation: id.Conversation, Seed: memory.BranchSeed(id.Tenant, id.User, msgs)}
 	var legacy memory.Routed
 	if l := memory.LegacyConversation(id.Tenant, id.User, msgs); l != memory.DerivedConversation(id.Tenant, id.User, msgs) {
 		legacy = memory.Routed{Conversation: l, Seed: memory.LegacyBranchSeed(id.Tenant, id.User, msgs)}
 	}
-	routed, _, err := r.route(ctx, rev, id, from, legacy, client, form)
+	routed, _, held, err := r.route(ctx, rev, id, from, legacy, client, form)
 	if err != nil {
 		r.logger.WarnContext(ctx, "routing a derived conversation: read failed; staying in it",
 			"tenant", id.Tenant, "conversation", routed.Conversation, "error", err)
 	}
-	return routed, rev
+	return routed, rev, err == nil && held == 0
 }
 
 // revisions reads the user's revision counters; nil when the read fails
@@ -131,7 +149,7 @@ func (r *Router) Reroute(ctx context.Context, ex memory.Exchange) (memory.Exchan
 	id.Conversation = cmp.Or(ex.Root, ex.Conversation)
 	history := ex.Head()
 	from := memory.Routed{Conversation: id.Conversation, Seed: ex.BranchSeed}
-	routed, last, err := r.route(ctx, r.revisions(ctx, id), id, from, memory.Routed{}, history, func(i int) memory.Message { return history[i] })
+	routed, last, _, err := r.route(ctx, r.revisions(ctx, id), id, from, memory.Routed{}, history, func(i int) memory.Message { return history[i] })
 	if err != nil {
 		return ex, fmt.Errorf("route exchange %s again: %w", ex.ID, err)
 	}
@@ -149,12 +167,13 @@ func (r *Router) Reroute(ctx context.Context, ex memory.Exchange) (memory.Exchan
 // on from legacy (a memory.LegacyConversation and its seed; none when
 // its Conversation is "") instead if that holds client's start. It
 // returns where client goes on (its Root the conversation it started
-// from, when it went on in a branch of it), and last when that is the
-// last branch it may follow and client parts from it too. A failed read
-// ends it with the error, in the conversation it got to. The heads are
-// read as of rev (nil: from the store).
+// from, when it went on in a branch of it), last when that is the last
+// branch it may follow and client parts from it too, and how many of the
+// first messages of where it goes on it read (n: 0 when that holds
+// nothing). A failed read ends it with the error, in the conversation it
+// got to. The heads are read as of rev (nil: from the store).
 func (r *Router) route(ctx context.Context, rev *memory.Revisions, id memory.Identity, from, legacy memory.Routed, client []memory.Message,
-	form func(i int) memory.Message) (routed memory.Routed, last bool, err error) {
+	form func(i int) memory.Message) (routed memory.Routed, last bool, n int, err error) {
 	printed := make([]memory.Print, len(client)) // client's prints, taken as compared
 	cur := id
 	routed = from
@@ -168,13 +187,13 @@ func (r *Router) route(ctx context.Context, rev *memory.Revisions, id memory.Ide
 		cur.Conversation = routed.Conversation
 		held, err := r.reader.Head(ctx, rev, cur, len(client)+1)
 		if err != nil {
-			return at(routed), false, err
+			return at(routed), false, 0, err
 		}
 		if hop == 0 && len(held) == 0 && legacy.Conversation != "" {
 			cur.Conversation = legacy.Conversation
 			old, err := r.reader.Head(ctx, rev, cur, len(client)+1)
 			if err != nil {
-				return at(routed), false, err
+				return at(routed), false, 0, err
 			}
 			if len(old) > 0 && parts(old, client, printed, form) != 0 {
 				from, routed, held = legacy, legacy, old
@@ -182,10 +201,10 @@ func (r *Router) route(ctx context.Context, rev *memory.Revisions, id memory.Ide
 		}
 		i := parts(held, client, printed, form)
 		if i < 0 {
-			return at(routed), false, nil
+			return at(routed), false, len(held), nil
 		}
 		if hop == maxBranchHops {
-			return at(routed), true, nil
+			return at(routed), true, len(held), nil
 		}
 		start := make([]memory.Message, i+1)
 		for j := range start {
@@ -223,4 +242,58 @@ func (r *Router) storedForm(client []memory.Message, i int, stored map[int]memor
 	m := StoredForm(client[i], r.redactor)
 	stored[i] = m
 	return m
+}
+
+// Continued returns the conversation a request that names none continues
+// when its resent history is a window of that conversation's tail (the
+// client cut its history: it keeps its last messages, or drops its oldest
+// turns once its model's context fills), found by the newest reply it
+// resends (memory.NewestReply), which memgate relayed and stored: the
+// most recently updated conversation of the user whose live messages
+// ending at that reply are the client's, from its first through that
+// reply, as memgate stores them, after at least one message the client
+// no longer resends (memory.ContinuesTail: one for one, at least one a
+// user's; a history that starts where the conversation starts is Route's
+// to place, and another chat that opens alike never continues it so). It
+// returns "" when there is none, when the
+// user's default conversation holds the window through that reply (the
+// history is a full-history chat's, whose first turn is stored there and
+// adopted by the conversation its history derives), when the request
+// resends no reply, or when its history was cut
+// (memory.CutHistory: its first message is no longer the client's). id
+// is the request's identity; cut the request's memory.Cut. It is for a
+// request whose derived conversation (or the branch Route placed it in)
+// holds nothing (Route's empty), so only such requests pay the lookup;
+// an error is a failed read, and the caller stays where Route placed it.
+func (r *Router) Continued(ctx context.Context, id memory.Identity, cut memory.Cut) (string, error) {
+	if r.replies == nil || cut.Skipped > 0 || len(cut.Prior) == 0 {
+		return "", nil
+	}
+	window := make([]memory.Message, len(cut.Prior))
+	for i, m := range cut.Prior {
+		window[i] = StoredForm(m, r.redactor)
+	}
+	at := memory.NewestReply(window)
+	if at < 0 {
+		return "", nil
+	}
+	window = window[:at+1]
+	found, err := r.replies.Replied(ctx, id.Tenant, id.User, window[at].Print(), len(window)+1)
+	if err != nil {
+		return "", fmt.Errorf("look the newest resent reply up: %w", err)
+	}
+	for _, f := range found {
+		if f.Conversation == memory.DefaultConversation && memory.EndsWith(f.Tail, window) {
+			// A full-history chat's first turn, which its continuation
+			// adopts into the conversation its history derives
+			// (Adopter): the history is the chat's whole, not a cut.
+			return "", nil
+		}
+	}
+	for _, f := range found {
+		if f.Conversation != id.Conversation && f.Conversation != memory.DefaultConversation && memory.ContinuesTail(f.Tail, window) {
+			return f.Conversation, nil
+		}
+	}
+	return "", nil
 }

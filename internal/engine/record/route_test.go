@@ -153,7 +153,7 @@ func TestRouterRoute(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeReader{convs: tt.convs, fail: tt.fail}
-			got, _ := NewRouter(f, fakeRedactor{}, nil).Route(context.Background(), id, tt.msgs, memory.CutRequest(tt.msgs, 0))
+			got, _, _ := NewRouter(f, nil, fakeRedactor{}, nil).Route(context.Background(), id, tt.msgs, memory.CutRequest(tt.msgs, 0))
 			want := memory.Routed{Conversation: cmp.Or(tt.want, branch(tt.msgs, 4)), Seed: memory.BranchSeed("acme", "ana", tt.msgs)}
 			from := "x"
 			if tt.legacy {
@@ -164,6 +164,41 @@ func TestRouterRoute(t *testing.T) {
 			}
 			if got != want || len(f.reads) != tt.reads {
 				t.Fatalf("Route = %+v after reading %q, want %+v after %d reads", got, f.reads, want, tt.reads)
+			}
+		})
+	}
+}
+
+// TestRouterRouteEmpty states the routing order's last step: Route
+// reports empty (a cut history may continue another conversation:
+// Continued) only when, after the derived id and then the id an earlier
+// memgate derived with the system prompt, where it routes holds nothing;
+// a chat the earlier id holds goes on there, and a read that fails
+// reports nothing empty.
+func TestRouterRouteEmpty(t *testing.T) {
+	id := memory.Identity{Tenant: "acme", User: "ana", Conversation: "x"}
+	a := routeMsgs("hi", "Hello!", "trip to Peru", "Nice.", "what shoes")
+	legacy := memory.LegacyConversation("acme", "ana", a)
+	stored := func(msgs []memory.Message) []memory.Message { return msgs[1:] }
+	for _, tt := range []struct {
+		name  string
+		convs map[string][]memory.Message
+		fail  map[string]bool
+		want  string
+		empty bool
+	}{
+		{"nothing held under either id", nil, nil, "x", true},
+		{"the derived conversation holding the chat", map[string][]memory.Message{"x": stored(a[:4])}, nil, "x", false},
+		{"the earlier id holding the chat", map[string][]memory.Message{legacy: stored(a[:4])}, nil, legacy, false},
+		{"the earlier id holding another start", map[string][]memory.Message{legacy: stored(routeMsgs("hey"))}, nil, "x", true},
+		{"the derived conversation unreadable", nil, map[string]bool{"x": true}, "x", false},
+		{"the earlier id unreadable", nil, map[string]bool{legacy: true}, "x", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeReader{convs: tt.convs, fail: tt.fail}
+			got, _, empty := NewRouter(f, nil, nil, nil).Route(context.Background(), id, a, memory.CutRequest(a, 0))
+			if got.Conversation != tt.want || empty != tt.empty {
+				t.Fatalf("Route = %q, empty %v; want %q, empty %v", got.Conversation, empty, tt.want, tt.empty)
 			}
 		})
 	}
@@ -193,9 +228,9 @@ func TestRouterBoundsHops(t *testing.T) {
 		path = append(path, conv)
 		conv = memory.BranchConversation("acme", "ana", client, hop+1)
 	}
-	got, _ := NewRouter(f, nil, nil).Route(context.Background(), id, client, memory.CutRequest(client, 0))
+	got, _, _ := NewRouter(f, nil, nil, nil).Route(context.Background(), id, client, memory.CutRequest(client, 0))
 	if got.Conversation != path[maxBranchHops] || len(f.reads) != maxBranchHops+1 {
-		t.Fatalf("Route = %q after %d reads, want %q (branch %d) after %d", got, len(f.reads), path[maxBranchHops], maxBranchHops, maxBranchHops+1)
+		t.Fatalf("Route = %q after %d reads, want %q (branch %d) after %d", got.Conversation, len(f.reads), path[maxBranchHops], maxBranchHops, maxBranchHops+1)
 	}
 }
 
@@ -241,7 +276,7 @@ func TestRouterReroute(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeReader{convs: tt.convs, fail: tt.fail}
-			r := NewRouter(f, nil, nil)
+			r := NewRouter(f, nil, nil, nil)
 			got, err := r.Reroute(context.Background(), tt.ex)
 			if (err != nil) != tt.wantFail || got.Conversation != tt.conv || got.Root != tt.root || (got.BranchSeed != "") != tt.guarded {
 				t.Fatalf("Reroute = %q (root %q, seed %q), %v; want %q (root %q, guarded %v), failing %v",
@@ -255,8 +290,8 @@ func TestRouterReroute(t *testing.T) {
 			f.fail = nil
 			derived := id
 			derived.Conversation = cmp.Or(tt.ex.Root, tt.ex.Conversation)
-			if routed, _ := r.Route(context.Background(), derived, next, memory.CutRequest(next, 0)); routed.Conversation != got.Conversation {
-				t.Fatalf("the chat's next request routed to %q, the exchange to %q", routed, got.Conversation)
+			if routed, _, _ := r.Route(context.Background(), derived, next, memory.CutRequest(next, 0)); routed.Conversation != got.Conversation {
+				t.Fatalf("the chat's next request routed to %q, the exchange to %q", routed.Conversation, got.Conversation)
 			}
 		})
 	}
@@ -278,7 +313,7 @@ func TestRouterReroute(t *testing.T) {
 			path = append(path, conv)
 			conv = memory.BranchConversation("acme", "ana", client, hop+1)
 		}
-		got, err := NewRouter(f, nil, nil).Reroute(context.Background(), exchangeOf(client, "x", ""))
+		got, err := NewRouter(f, nil, nil, nil).Reroute(context.Background(), exchangeOf(client, "x", ""))
 		if err != nil || got.Conversation != path[maxBranchHops] || got.BranchSeed != "" || got.Root != "x" {
 			t.Fatalf("Reroute = %q (root %q, seed %q), %v; want the last branch %q, unguarded", got.Conversation, got.Root, got.BranchSeed, err, path[maxBranchHops])
 		}
@@ -287,7 +322,7 @@ func TestRouterReroute(t *testing.T) {
 		ex := exchangeOf(b, "x", "")
 		ex.BranchSeed = ""
 		f := &fakeReader{convs: map[string][]memory.Message{"x": stored(a)}}
-		if got, err := NewRouter(f, nil, nil).Reroute(context.Background(), ex); err != nil || got.Conversation != "x" || len(f.reads) != 0 {
+		if got, err := NewRouter(f, nil, nil, nil).Reroute(context.Background(), ex); err != nil || got.Conversation != "x" || len(f.reads) != 0 {
 			t.Fatalf("Reroute = %q, %v after %d reads; want it unchanged, unread", got.Conversation, err, len(f.reads))
 		}
 	})
@@ -339,12 +374,12 @@ func BenchmarkRoute(b *testing.B) {
 				if how == "memo" {
 					reader = newRoutingStore(st)
 				}
-				r := NewRouter(reader, red, nil)
+				r := NewRouter(reader, nil, red, nil)
 				client := append(msgs, memory.Message{Role: "user", Content: "what shoes should I pack"})
 				b.ReportAllocs()
 				for b.Loop() {
-					if got, _ := r.Route(context.Background(), id, client, memory.CutRequest(client, 0)); got.Conversation != id.Conversation {
-						b.Fatalf("Route = %q", got)
+					if got, _, _ := r.Route(context.Background(), id, client, memory.CutRequest(client, 0)); got.Conversation != id.Conversation {
+						b.Fatalf("Route = %q", got.Conversation)
 					}
 				}
 			})

@@ -363,6 +363,9 @@ type batchWriter struct {
 	// pos and digest are each message's Stamp (NULL: none).
 	pos    []*int64
 	digest [][]byte
+	// reply is each message's print, when it is a reply
+	// (contract.ReplyArg; NULL: none).
+	reply [][]byte
 	// conversations, as parallel columns.
 	ct, cu, cc []string
 	cseq       []int64
@@ -395,6 +398,7 @@ func (w *batchWriter) message(m memory.Message, st memory.Stamp) {
 		pos, digest = &p, st.Digest[:]
 	}
 	w.pos, w.digest = append(w.pos, pos), append(w.digest, digest)
+	w.reply = append(w.reply, contract.ReplyArg(m))
 }
 
 // candidate records ex, stored in the batch, with its chat's conversation
@@ -418,14 +422,14 @@ func (w *batchWriter) flush() {
 	for i := range w.t {
 		w.added[contract.User{Tenant: w.t[i], User: w.u[i]}]++
 	}
-	w.p.Queue(`INSERT INTO messages (tenant, user_id, conversation, seq, key, role, content, raw, tokens, created_at, pos, digest)
-		SELECT t, u, c, s, k, r, b, j::json, n, a, o, d
+	w.p.Queue(`INSERT INTO messages (tenant, user_id, conversation, seq, key, role, content, raw, tokens, created_at, pos, digest, reply)
+		SELECT t, u, c, s, k, r, b, j::json, n, a, o, d, p
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::timestamptz[],
-			$11::bigint[], $12::bytea[])
-			AS x(t, u, c, s, k, r, b, j, n, a, o, d)`,
-		w.t, w.u, w.c, w.seq, w.k, w.role, w.content, w.raw, w.tokens, w.created, w.pos, w.digest)
+			$11::bigint[], $12::bytea[], $13::bytea[])
+			AS x(t, u, c, s, k, r, b, j, n, a, o, d, p)`,
+		w.t, w.u, w.c, w.seq, w.k, w.role, w.content, w.raw, w.tokens, w.created, w.pos, w.digest, w.reply)
 	w.t, w.u, w.c, w.seq, w.k, w.role, w.content, w.raw, w.tokens, w.created = nil, nil, nil, nil, nil, nil, nil, nil, nil, nil
-	w.pos, w.digest = nil, nil
+	w.pos, w.digest, w.reply = nil, nil, nil
 }
 
 // supersede queues, after the messages so far, the supersede of id's live

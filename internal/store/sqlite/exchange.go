@@ -87,8 +87,8 @@ const (
 )
 
 const (
-	insertMessageInto = `INSERT INTO messages (tenant, user_id, conversation, seq, key, role, content, raw, tokens, created_at, pos, digest) VALUES `
-	messageRow        = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertMessageInto = `INSERT INTO messages (tenant, user_id, conversation, seq, key, role, content, raw, tokens, created_at, pos, digest, reply) VALUES `
+	messageRow        = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 // messageRows is how many messages one statement of a save inserts: a
@@ -342,7 +342,7 @@ func stampArgs(st memory.Stamp) (pos, digest any) {
 // none when shorter), in order, messageRows at a time (the rest one by
 // one), and sets each one's Raw and CreatedAt as stored.
 func insertMessages(ctx context.Context, tx writeTx, msgs []memory.Message, stamps []memory.Stamp) error {
-	args := make([]any, 0, 12*min(len(msgs), messageRows))
+	args := make([]any, 0, 13*min(len(msgs), messageRows))
 	done := 0
 	return contract.RowBatches(msgs, messageRows, func(batch []memory.Message) error {
 		args = args[:0]
@@ -357,7 +357,7 @@ func insertMessages(ctx context.Context, tx writeTx, msgs []memory.Message, stam
 				st = stamps[k]
 			}
 			pos, digest := stampArgs(st)
-			args = append(args, m.Tenant, m.User, m.Conversation, m.Seq, m.Key, m.Role, m.Content, raw, m.Tokens, nanos(m.CreatedAt), pos, digest)
+			args = append(args, m.Tenant, m.User, m.Conversation, m.Seq, m.Key, m.Role, m.Content, raw, m.Tokens, nanos(m.CreatedAt), pos, digest, contract.ReplyArg(*m))
 			m.Raw, m.CreatedAt = []byte(raw), fromNanos(nanos(m.CreatedAt))
 		}
 		query := sqlInsertMessage

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/upstreamtest"
+)
+
+// windowChat is a headerless client that cuts its history (a "last N
+// messages" setting, or dropping the oldest turns once its model's
+// context fills): each turn it sends its constant system prompt and only
+// the last keep messages of the chat, the new user message among them.
+type windowChat struct {
+	t       *testing.T
+	url     string
+	user    string
+	keep    int
+	history []map[string]any // the whole chat, as the client holds it
+	turns   int
+}
+
+// say sends text as the chat's next message, every other turn streamed,
+// and returns the conversation memgate answered in; the reply (the
+// upstream's) joins the history.
+func (c *windowChat) say(text string, reply func(string) string) string {
+	c.t.Helper()
+	c.history = append(c.history, map[string]any{"role": "user", "content": text})
+	sent := append([]map[string]any{{"role": "system", "content": "You are a helpful companion."}},
+		c.history[max(0, len(c.history)-c.keep):]...)
+	conv := bodyUserChat(c.t, c.url, c.user, c.turns%2 == 1, sent)
+	c.turns++
+	c.history = append(c.history, map[string]any{"role": "assistant", "content": reply(text)})
+	return conv
+}
+
+// said returns the chat's messages as "role: content" lines.
+func (c *windowChat) said() []string {
+	out := make([]string, len(c.history))
+	for i, m := range c.history {
+		out[i] = fmt.Sprint(m["role"], ": ", m["content"])
+	}
+	return out
+}
+
+// greetingUpstream answers "hi" with a stock greeting (the same in every
+// chat) and anything else "ack: <last user message>".
+func greetingUpstream() http.Handler { return answeringUpstream(greetingReply) }
+
+func greetingReply(text string) string {
+	if text == "hi" {
+		return "Hello! How can I help you today?"
+	}
+	return "ack: " + text
+}
+
+// TestWindowedChatIsOneConversation replays the probe: a headerless client
+// that resends only its last messages (4: its window starts at a reply
+// from the third turn on; 5: at a user message) names another first user
+// message every turn, so every turn derives another conversation. Each
+// turn continues the conversation holding the newest reply it resends
+// instead: from its second turn on, memgate answers every turn in one
+// conversation, which ends holding each of the chat's messages once, in
+// order, and is the user's only one — on both stores, streamed and not.
+func TestWindowedChatIsOneConversation(t *testing.T) {
+	up := upstreamtest.New(t, echoUpstream())
+	for name, mk := range storeConfigs(t, up) {
+		t.Run(name, func(t *testing.T) {
+			g := startGateway(t, mk(t))
+			for _, keep := range []int{4, 5} {
+				t.Run(fmt.Sprint("last", keep), func(t *testing.T) {
+					user := fmt.Sprintf("win%d-%s", keep, strings.ReplaceAll(name, "+", "-"))
+					c := &windowChat{t: t, url: g.URL, user: user, keep: keep}
+					ack := func(s string) string { return "ack: " + s }
+					if conv := c.say("my name is Ada", ack); conv != memory.DefaultConversation {
+						t.Fatalf("first turn in %q, want default", conv)
+					}
+					x := c.say("I keep bees", ack)
+					if x == memory.DefaultConversation {
+						t.Fatal("second turn in default")
+					}
+					for i := 3; i <= 7; i++ {
+						if conv := c.say(fmt.Sprint("turn ", i, " of the chat"), ack); conv != x {
+							t.Fatalf("turn %d answered in %q, want %q (the chat's conversation)", i, conv, x)
+						}
+					}
+					assertConversation(t, g, user, x, c.said()...)
+					assertConversations(t, g, user, map[string]int{x: len(c.history)})
+				})
+			}
+		})
+	}
+}
+
+// TestWindowedChatsOpeningAlikeStayApart: two chats of one user, both
+// cutting their history to their last 4 messages, open alike ("hi",
+// answered with the same greeting) and then part. The greeting both hold
+// tells them apart no more than it tells anything: each chat goes on in
+// its own conversation, which holds its messages once, in order — on
+// both stores.
+func TestWindowedChatsOpeningAlikeStayApart(t *testing.T) {
+	up := upstreamtest.New(t, greetingUpstream())
+	for name, mk := range storeConfigs(t, up) {
+		t.Run(name, func(t *testing.T) {
+			g := startGateway(t, mk(t))
+			user := "greet-" + strings.ReplaceAll(name, "+", "-")
+			a := &windowChat{t: t, url: g.URL, user: user, keep: 4}
+			b := &windowChat{t: t, url: g.URL, user: user, keep: 4}
+			a.say("hi", greetingReply)
+			xa := a.say("plan a trip to Peru", greetingReply)
+			b.say("hi", greetingReply)
+			xb := b.say("help me write a cover letter", greetingReply)
+			if xa == xb || xa == memory.DefaultConversation || xb == memory.DefaultConversation {
+				t.Fatalf("chat A in %q, chat B in %q: want two conversations of their own", xa, xb)
+			}
+			for i := 3; i <= 6; i++ {
+				if conv := a.say(fmt.Sprint("Peru, part ", i), greetingReply); conv != xa {
+					t.Fatalf("chat A's turn %d in %q, want %q", i, conv, xa)
+				}
+				if conv := b.say(fmt.Sprint("the letter, part ", i), greetingReply); conv != xb {
+					t.Fatalf("chat B's turn %d in %q, want %q", i, conv, xb)
+				}
+			}
+			assertConversation(t, g, user, xa, a.said()...)
+			assertConversation(t, g, user, xb, b.said()...)
+			assertConversations(t, g, user, map[string]int{xa: len(a.history), xb: len(b.history)})
+		})
+	}
+}
