@@ -262,8 +262,9 @@ func (r *Router) storedForm(client []memory.Message, i int, stored map[int]memor
 // resends no reply, or when its history was cut
 // (memory.CutHistory: its first message is no longer the client's). id
 // is the request's identity; cut the request's memory.Cut. It is for a
-// request whose derived conversation (or the branch Route placed it in)
-// holds nothing (Route's empty), so only such requests pay the lookup;
+// request whose derived conversation (and the earlier id's, or the
+// branch Route placed it in) holds nothing (Route's empty), so only such
+// requests pay the lookup;
 // an error is a failed read, and the caller stays where Route placed it.
 func (r *Router) Continued(ctx context.Context, id memory.Identity, cut memory.Cut) (string, error) {
 	if r.replies == nil || cut.Skipped > 0 || len(cut.Prior) == 0 {
