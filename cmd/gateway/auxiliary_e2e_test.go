@@ -340,3 +340,76 @@ func TestPastedHistoryAppTurnsAreStored(t *testing.T) {
 		})
 	}
 }
+
+// TestLibreChatSystemTitleIsNotATurn replays LibreChat on the chat
+// completions API, through `gateway serve`, the user named by the body's
+// "user" alone: its title request is one message of the system role (its
+// default for every endpoint but Ollama's), the instructions and the
+// exchange quoted as `||>User:` and `||>Response:`. It is answered as
+// sent and marked X-Memory-Auxiliary: transcript, and the title it got is
+// stored nowhere: the chat ends as one conversation of its four messages.
+func TestLibreChatSystemTitleIsNotATurn(t *testing.T) {
+	up := upstreamtest.New(t, echoUpstream())
+	gw := serveDialects(t, up.URL(), up.URL())
+	const who = "lc-system-title"
+	h := map[string]string{"Authorization": "Bearer sk-test"}
+	const said = "I have been a vegetarian for ten years and want high protein dinner ideas."
+	history := []map[string]any{user(said)}
+	if res := postBody(t, gw, h, map[string]any{"model": "gpt-4o", "stream": true, "user": who, "messages": history}); res.Header.Get("X-Memory-Auxiliary") != "" {
+		t.Fatal("the chat's first turn marked auxiliary")
+	}
+	title := "Please generate a concise, 5-word-or-less title for the conversation, using its same language, with no punctuation.\n\n" +
+		"||>User:\n\"" + said + "\"\n||>Response:\n\"ack: " + said + "\"\n\n||>Title:"
+	res := postBody(t, gw, h, map[string]any{"model": "gpt-4o-mini", "user": who,
+		"messages": []map[string]any{{"role": "system", "content": title}}})
+	if res.Header.Get("X-Memory-Auxiliary") != "transcript" || res.Header.Get("X-Memory-Conversation") != "" {
+		t.Errorf("title request: X-Memory-Auxiliary %q, conversation %q; want transcript and none",
+			res.Header.Get("X-Memory-Auxiliary"), res.Header.Get("X-Memory-Conversation"))
+	}
+	var sent struct {
+		Messages []map[string]any `json:"messages"`
+	}
+	if err := json.Unmarshal(lastChat(t, up).Body, &sent); err != nil {
+		t.Fatal(err)
+	}
+	if len(sent.Messages) != 1 || sent.Messages[0]["content"] != title {
+		t.Errorf("title request went upstream as %v, want the client's one message", sent.Messages)
+	}
+	history = append(history, assistant("ack: "+said), user("Something with lentils please."))
+	postBody(t, gw, h, map[string]any{"model": "gpt-4o", "stream": true, "user": who, "messages": history})
+
+	type conv struct {
+		ID           string `json:"id"`
+		MessageCount int    `json:"message_count"`
+	}
+	var list struct {
+		Data []conv `json:"data"`
+	}
+	eventually(t, "the chat stored with its four messages", func() bool {
+		if st := apiCall(t, http.MethodGet, gw+"/v1/memory/conversations?user="+who, nil, nil, &list); st != 200 {
+			t.Fatalf("conversations: %d", st)
+		}
+		n := 0
+		for _, c := range list.Data {
+			n += c.MessageCount
+		}
+		return n >= 4
+	})
+	if len(list.Data) != 1 || list.Data[0].MessageCount != 4 {
+		t.Errorf("conversations %+v, want the chat's alone, with its 4 messages", list.Data)
+	}
+	for _, c := range list.Data {
+		var got struct {
+			Messages []struct {
+				Role    string `json:"role"`
+				Content string `json:"content"`
+			} `json:"messages"`
+		}
+		apiCall(t, http.MethodGet, gw+"/v1/memory/conversations/"+c.ID+"?user="+who, nil, nil, &got)
+		for _, m := range got.Messages {
+			if strings.Contains(m.Content, "||>") || strings.Contains(m.Content, "Please generate") {
+				t.Errorf("conversation %s stores the title request or its answer: %s %.80q", c.ID, m.Role, m.Content)
+			}
+		}
+	}
+}

@@ -30,7 +30,8 @@ type auxCheck struct {
 // auxiliary starts the check of whether a memory-on request of a user,
 // whose key in the prints of exchanges is k, is a request about the
 // user's conversation rather than a turn of it: its only message (system
-// ones aside) is a user message quoting one of the user's newest
+// ones aside) is a user message, or its last system one when it has no
+// other (see onlyUserMessage), quoting one of the user's newest
 // captured exchanges, both the user's words and the reply, in order, and
 // ending with the reply but for a label (see transcripts). Its answer is
 // applied to the response's headers h and the exchange x of the request

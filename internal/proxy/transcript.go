@@ -26,7 +26,8 @@ import (
 //
 // transcripts tells such a request by its structure, not by any app's
 // wording: a request whose only message (system ones aside) is a user
-// message that quotes, in order, the opening words of the user's turn, the
+// message, or that holds system messages alone (LibreChat's title request,
+// one system message; its last one is read), that quotes, in order, the opening words of the user's turn, the
 // opening words of its reply and the closing words of that reply, of one
 // of the user's newest captured exchanges, and ends there: at most
 // transcriptTailWords words follow the reply's closing (a closing label,
@@ -510,11 +511,14 @@ func matches(prefix []uint64, pairs []pairPrint) bool {
 
 // onlyUserMessage returns the text of a request's only message that is not
 // a system or developer one when it is a user message, and false
-// otherwise.
+// otherwise. A request of instructions alone (system or developer
+// messages only: LibreChat sends its title request, the instructions and
+// the quoted exchange, as one system message) returns its last one.
 func onlyUserMessage(msgs []memory.Message) (string, bool) {
-	text, n := "", 0
+	text, n, instructions := "", 0, ""
 	for _, m := range msgs {
 		if memory.IsSystem(m.Role) {
+			instructions = m.Content
 			continue
 		}
 		if n++; n > 1 || m.Role != "user" {
@@ -522,5 +526,8 @@ func onlyUserMessage(msgs []memory.Message) (string, bool) {
 		}
 		text = m.Content
 	}
-	return text, n == 1
+	if n == 0 {
+		return instructions, len(msgs) > 0
+	}
+	return text, true
 }

@@ -159,6 +159,10 @@ func TestOnlyUserMessage(t *testing.T) {
 		{[]memory.Message{m("user", "a"), m("user", "b")}, "", false},
 		{[]memory.Message{m("user", "a"), m("assistant", "b"), m("user", "c")}, "", false},
 		{[]memory.Message{m("tool", "r")}, "", false},
+		// Instructions alone (LibreChat's title request): the last of them.
+		{[]memory.Message{m("system", "s")}, "s", true},
+		{[]memory.Message{m("system", "s"), m("developer", "d")}, "d", true},
+		{[]memory.Message{m("system", "s"), m("assistant", "b")}, "", false},
 		{nil, "", false},
 	} {
 		if text, ok := onlyUserMessage(c.msgs); text != c.text || ok != c.ok {
