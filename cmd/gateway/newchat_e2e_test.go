@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,7 +57,8 @@ func waitConversation(t *testing.T, url, user, conv string, want []string) {
 // chats, each sent as [system, question]: they land in the default
 // conversation, yet chat B's request goes upstream without chat C's
 // one-question exchange (still in default) as its history, and chat B's
-// second turn takes its first into its own conversation. A user never
+// second turn takes its first into its own conversation. Deleting a
+// conversation of the user drops what was learned. A user never
 // seen resending (newest-only) still gets default's recent turns.
 func TestNewChatFirstTurnGetsNoDefaultHistory(t *testing.T) {
 	up := upstreamtest.New(t, echoUpstream())
@@ -93,6 +95,17 @@ func TestNewChatFirstTurnGetsNoDefaultHistory(t *testing.T) {
 		t.Fatalf("chat B's second turn in %q (chat A: %q), want its own conversation", chatB, chatA)
 	}
 	waitConversation(t, url, user, chatB, []string{"user: " + b1, "assistant: ack: " + b1, "user: " + b2, "assistant: ack: " + b2})
+
+	// Deleting a conversation drops what was learned of the user: their
+	// next request in default is taken for a newest-only client's again.
+	if code := apiCall(t, http.MethodDelete, url+"/v1/memory/conversations/"+chatA+"?user="+user, nil, nil, nil); code != http.StatusOK {
+		t.Fatalf("DELETE conversation: %d", code)
+	}
+	d1 := "Chat D: what is the capital of Peru?"
+	headerUserChat(t, url, user, []map[string]any{sys, msg("user", d1)})
+	if got := upstreamTexts(t, up); !slices.Contains(got, "user: "+c1) {
+		t.Fatalf("after the delete, a request in default went upstream as\n%s\nwant default's recent turns before it", strings.Join(got, "\n"))
+	}
 
 	// A newest-only user still gets default's recent turns.
 	const solo = "solo"
