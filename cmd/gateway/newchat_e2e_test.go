@@ -58,7 +58,7 @@ func TestNewChatFirstTurnGetsNoDefaultHistory(t *testing.T) {
 	if c := headerUserChat(t, url, ana, []map[string]any{sys, user(a1)}); c != memory.DefaultConversation {
 		t.Fatalf("chat A's first turn in %q, want default", c)
 	}
-	chatA := headerUserChat(t, url, ana, []map[string]any{sys, user(a1), assistant("ack: "+a1), user(a2)})
+	chatA := headerUserChat(t, url, ana, []map[string]any{sys, user(a1), assistant("ack: " + a1), user(a2)})
 	if chatA == memory.DefaultConversation {
 		t.Fatal("chat A's second turn in default, want a derived conversation")
 	}
@@ -77,7 +77,7 @@ func TestNewChatFirstTurnGetsNoDefaultHistory(t *testing.T) {
 	if got := upstreamTexts(t, up); strings.Join(got, "\n") != strings.Join([]string{"system: You are terse.", "user: " + b1}, "\n") {
 		t.Fatalf("chat B's first request went upstream as\n%s\nwant only its system prompt and question", strings.Join(got, "\n"))
 	}
-	chatB := headerUserChat(t, url, ana, []map[string]any{sys, user(b1), assistant("ack: "+b1), user(b2)})
+	chatB := headerUserChat(t, url, ana, []map[string]any{sys, user(b1), assistant("ack: " + b1), user(b2)})
 	if chatB == memory.DefaultConversation || chatB == chatA {
 		t.Fatalf("chat B's second turn in %q (chat A: %q), want its own conversation", chatB, chatA)
 	}
