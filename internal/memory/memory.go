@@ -458,6 +458,13 @@ type Request struct {
 	// facts, summary, facts, recall) is injected, stored recent turns are
 	// neither loaded nor sent.
 	NoRecent bool
+	// NewChat is true when the request, landed in the user's
+	// DefaultConversation without earlier turns, is a new chat's first
+	// turn: its user's app has been seen resending its history (the
+	// proxy learns it per user). The default conversation's stored turns,
+	// summary and kept blocks are then neither loaded nor sent; what any
+	// new chat gets (pinned facts, facts, recall) is.
+	NewChat bool
 	// NoTools is true when the request declares no tools (Chat Completions:
 	// no tools nor functions; Anthropic Messages and Responses: no tools).
 	// Stored turns are then replayed without their tool calls and tool

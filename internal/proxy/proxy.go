@@ -100,6 +100,9 @@ type Proxy struct {
 	// transcripts tells requests about a conversation from its turns
 	// (nil without Options.SkipTranscripts).
 	transcripts *transcripts
+	// resenders are the users seen resending their history, whose
+	// requests landing in the default conversation are new chats.
+	resenders *resenders
 }
 
 // New returns a proxy for opts.Upstream whose metrics are registered on
@@ -117,7 +120,7 @@ func New(opts Options, deps Deps, logger *slog.Logger, reg prometheus.Registerer
 	if err != nil {
 		return nil, fmt.Errorf("register proxy metrics: %w", err)
 	}
-	p := &Proxy{opts: opts, deps: deps, log: logger, m: m, prefix: newPrefixes(), transport: upstream.NewTransport(opts.Upstream.transport()),
+	p := &Proxy{opts: opts, deps: deps, log: logger, m: m, prefix: newPrefixes(), resenders: newResenders(), transport: upstream.NewTransport(opts.Upstream.transport()),
 		chat: chatAPI(openai), messages: messagesAPI(claude), responses: responsesAPI(openai)}
 	if opts.SkipTranscripts {
 		p.transcripts = newTranscripts(time.Now, deps.Prints, cmp.Or(opts.PrintsTimeout, printsTimeout))
@@ -205,10 +208,12 @@ func (p *Proxy) CloseIdleConnections() { p.transport.CloseIdleConnections() }
 
 // Forget drops the prints of the user of tenant kept to tell their
 // requests about a chat (see transcripts), this process's and the shared
-// ones (within a short bound; a failure is counted and logged): the user
+// ones (within a short bound; a failure is counted and logged), and
+// whether they were seen resending their history (resenders): the user
 // was erased, or one of their conversations deleted. Proxy is so a
 // cache.Forgetter the erasures reach.
 func (p *Proxy) Forget(tenant, user string) {
+	p.resenders.forget(tenant, user)
 	if p.transcripts == nil {
 		return
 	}
@@ -218,9 +223,11 @@ func (p *Proxy) Forget(tenant, user string) {
 	}
 }
 
-// Clear drops this process's prints of every user (erasures may have
-// been missed); the shared ones, which the erasing process deleted, stay.
+// Clear drops this process's prints of every user, and who was seen
+// resending their history (erasures may have been missed); the shared
+// prints, which the erasing process deleted, stay.
 func (p *Proxy) Clear() {
+	p.resenders.lru.Purge()
 	if p.transcripts != nil {
 		p.transcripts.lru.Purge()
 	}

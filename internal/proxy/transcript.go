@@ -158,9 +158,13 @@ func newTranscripts(now func() time.Time, shared PrintStore, timeout time.Durati
 }
 
 // transcriptKey is a user's key in the table and in the shared prints.
-func transcriptKey(tenant, user string) prefixKey {
+func transcriptKey(tenant, user string) prefixKey { return userKey("transcript", tenant, user) }
+
+// userKey is a digest of tenant and user, for what is kept per user under
+// label.
+func userKey(label, tenant, user string) prefixKey {
 	h := sha256.New()
-	for _, s := range []string{"transcript", tenant, user} {
+	for _, s := range []string{label, tenant, user} {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
 		h.Write(n[:])

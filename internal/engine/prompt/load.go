@@ -68,7 +68,8 @@ type partResult struct {
 }
 
 // load fetches, concurrently, the conversation's summary and stored history
-// (for a client that sends only its newest turn, unless req.NoRecent), the
+// (for a client that sends only its newest turn, unless req.NoRecent;
+// neither for req.NewChat), the
 // user's pinned facts,
 // and recall (facts ranked for the query and recalled passages).
 //
@@ -85,7 +86,9 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 	start := time.Now()
 	now := a.opts.Now()
 	ld := loaded{now: now}
-	conv := req.Conversation != ""
+	// A new chat's first turn (req.NewChat) gets nothing of the
+	// conversation it landed in: neither its summary nor its stored turns.
+	conv := req.Conversation != "" && !req.NewChat
 	earlier, _ := memory.SplitCurrent(rest)
 	storeDL, recallDL := a.deadlines(start)
 	// The user's revision counters, read once before the parts run (by

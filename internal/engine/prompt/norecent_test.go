@@ -9,9 +9,12 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// TestPrepareNoRecent: with NoRecent (the provider holds the history) the
-// stored turns are not sent, while the summary and pinned facts still are.
-func TestPrepareNoRecent(t *testing.T) {
+// TestPrepareNoRecentNewChat: with NoRecent (the provider holds the
+// history) the stored turns are not sent, while the summary and pinned
+// facts still are; with NewChat (a full-history app's new chat, landed in
+// the default conversation) neither the stored turns nor the summary are,
+// while pinned facts still are.
+func TestPrepareNoRecentNewChat(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	stored := msgs(t, u1, a1)
 	for i := range stored {
@@ -28,11 +31,17 @@ func TestPrepareNoRecent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		noRecent   bool
-		wantRecent bool
-	}{{false, true}, {true, false}} {
+		name              string
+		noRecent, newChat bool
+		wantRecent        bool
+		wantSummary       bool
+	}{
+		{"neither", false, false, true, true},
+		{"NoRecent", true, false, false, true},
+		{"NewChat", false, true, false, false},
+	} {
 		req := request(t, memory.ModeOn, uNew)
-		req.NoRecent = tc.noRecent
+		req.NoRecent, req.NewChat = tc.noRecent, tc.newChat
 		p, err := a.Prepare(context.Background(), req)
 		if err != nil {
 			t.Fatal(err)
@@ -41,14 +50,17 @@ func TestPrepareNoRecent(t *testing.T) {
 		for _, m := range p.Messages {
 			all += string(m) + "\n"
 		}
-		if !strings.Contains(all, "vegetarian") || !strings.Contains(all, "Porto") {
-			t.Errorf("NoRecent=%v: memory missing from\n%s", tc.noRecent, all)
+		if !strings.Contains(all, "vegetarian") {
+			t.Errorf("%s: pinned fact missing from\n%s", tc.name, all)
+		}
+		if got := strings.Contains(all, "Porto"); got != tc.wantSummary {
+			t.Errorf("%s: summary sent = %v, want %v:\n%s", tc.name, got, tc.wantSummary, all)
 		}
 		if got := strings.Contains(all, string(a1)); got != tc.wantRecent {
-			t.Errorf("NoRecent=%v: stored turn sent = %v, want %v:\n%s", tc.noRecent, got, tc.wantRecent, all)
+			t.Errorf("%s: stored turn sent = %v, want %v:\n%s", tc.name, got, tc.wantRecent, all)
 		}
 		if !tc.wantRecent && p.Parts["recent"] != 0 {
-			t.Errorf("NoRecent: recent part %d, want 0", p.Parts["recent"])
+			t.Errorf("%s: recent part %d, want 0", tc.name, p.Parts["recent"])
 		}
 	}
 }
