@@ -130,3 +130,43 @@ func TestWindowedChatsOpeningAlikeStayApart(t *testing.T) {
 		})
 	}
 }
+
+// TestTrimmingClientKeepsOneCopy: a model's reply often opens or closes
+// with line breaks, and chat apps keep and resend it trimmed. A headerless
+// client resending its whole history (its first turn then taken over from
+// default) or its last 4 messages (its chat found by the reply it
+// resends) stays one conversation, holding each message once, the
+// replies as memgate relayed them, none superseded by its trimmed resend
+// — on both stores, streamed and not.
+func TestTrimmingClientKeepsOneCopy(t *testing.T) {
+	padded := func(s string) string { return "\n\nack: " + s + "\n" }
+	up := upstreamtest.New(t, answeringUpstream(padded))
+	for name, mk := range storeConfigs(t, up) {
+		t.Run(name, func(t *testing.T) {
+			g := startGateway(t, mk(t))
+			for _, keep := range []int{100, 4} {
+				t.Run(fmt.Sprint("last", keep), func(t *testing.T) {
+					user := fmt.Sprintf("trim%d-%s", keep, strings.ReplaceAll(name, "+", "-"))
+					c := &windowChat{t: t, url: g.URL, user: user, keep: keep}
+					trimmed := func(s string) string { return strings.TrimSpace(padded(s)) }
+					c.say("my name is Ada", trimmed)
+					x := c.say("I keep bees", trimmed)
+					if x == memory.DefaultConversation {
+						t.Fatal("second turn in default")
+					}
+					for i := 3; i <= 6; i++ {
+						if conv := c.say(fmt.Sprint("turn ", i, " of the chat"), trimmed); conv != x {
+							t.Fatalf("turn %d answered in %q, want %q (the chat's conversation)", i, conv, x)
+						}
+					}
+					want := c.said()
+					for i := 1; i < len(want); i += 2 {
+						want[i] = "assistant: " + padded(strings.TrimPrefix(c.said()[i-1], "user: "))
+					}
+					assertConversation(t, g, user, x, want...)
+					assertConversations(t, g, user, map[string]int{x: len(c.history)})
+				})
+			}
+		})
+	}
+}

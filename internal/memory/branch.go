@@ -89,7 +89,9 @@ func BranchOf(seed string, history []Message, through int) string {
 	field(h, seed)
 	h.Write([]byte{2})
 	for _, m := range history[:min(len(history), through+1)] {
-		field(h, m.Fingerprint())
+		// The text as it was said, white space included: a branch's id
+		// is what earlier builds derived for it.
+		field(h, m.Role+"\x00"+m.Content)
 	}
 	return "chat-" + hex.EncodeToString(h.Sum(nil))[:32]
 }
@@ -157,7 +159,7 @@ type Print struct {
 // Print returns m's Print.
 func (m Message) Print() Print {
 	b := make([]byte, 0, len(m.Role)+1+len(m.Content))
-	sum := sha256.Sum256(append(append(append(b, m.Role...), 0), m.Content...)) // Fingerprint's bytes
+	sum := sha256.Sum256(append(append(append(b, m.Role...), 0), m.ComparedContent()...)) // Fingerprint's bytes
 	p := Print{Assistant: m.Role == "assistant"}
 	copy(p.Sum[:], sum[:])
 	return p

@@ -353,8 +353,26 @@ func IsSystem(role string) bool { return role == "system" || role == "developer"
 func IsResult(role string) bool { return role == "tool" || role == "function" }
 
 // Fingerprint identifies a message's meaning for history alignment: its role
-// and text. Two messages with equal fingerprints are the same turn.
-func (m Message) Fingerprint() string { return m.Role + "\x00" + m.Content }
+// and text (an assistant's without the white space around it:
+// ComparedContent). Two messages with equal fingerprints are the same turn.
+func (m Message) Fingerprint() string { return m.Role + "\x00" + m.ComparedContent() }
+
+// replyTrim is the white space around a reply that clients drop: ASCII
+// only, so that PostgreSQL's btrim computes the same reply digest
+// (migrations/postgres/0034_reply_prints.sql).
+const replyTrim = " \t\n\r\v\f"
+
+// ComparedContent is m's text as a resent history is compared with what
+// memgate stored: an assistant's reply without the white space around it
+// (a model's reply often opens or closes with line breaks, which chat
+// apps trim before they keep and resend it), anything else as it is. The
+// stored text keeps its white space; only the comparison ignores it.
+func (m Message) ComparedContent() string {
+	if m.Role == "assistant" {
+		return strings.Trim(m.Content, replyTrim)
+	}
+	return m.Content
+}
 
 // Key returns the idempotency key of the i-th message stored for exchange id.
 func Key(exchangeID string, i int) string { return fmt.Sprintf("%s:%d", exchangeID, i) }

@@ -214,3 +214,39 @@ func TestOfExchange(t *testing.T) {
 		t.Errorf("OfExchange(ex:b) = %q, want ex:b:0 and ex:b:1", got)
 	}
 }
+
+// TestRepliesCompareWithoutTheWhiteSpaceAround: an assistant's reply
+// resent trimmed (chat apps trim a model's line breaks) is the same turn,
+// with the same print, as the reply memgate stored; a user's message, or a
+// reply that differs inside, is not; a branch's id still hashes the text
+// as it was said.
+func TestRepliesCompareWithoutTheWhiteSpaceAround(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		stored     Message
+		resent     Message
+		sameTurn   bool
+		sameBranch bool
+	}{
+		{"reply trimmed", Message{Role: "assistant", Content: "\n\nHi there.\n"}, Message{Role: "assistant", Content: "Hi there."}, true, false},
+		{"reply with tabs and form feeds", Message{Role: "assistant", Content: "\t\v\fHi\r\n"}, Message{Role: "assistant", Content: "Hi"}, true, false},
+		{"reply as stored", Message{Role: "assistant", Content: "Hi"}, Message{Role: "assistant", Content: "Hi"}, true, true},
+		{"reply differing inside", Message{Role: "assistant", Content: "Hi  there"}, Message{Role: "assistant", Content: "Hi there"}, false, false},
+		{"reply with a no-break space around", Message{Role: "assistant", Content: "\u00a0Hi"}, Message{Role: "assistant", Content: "Hi"}, false, false},
+		{"user message trimmed", Message{Role: "user", Content: "hello\n"}, Message{Role: "user", Content: "hello"}, false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.stored.Fingerprint() == tt.resent.Fingerprint(); got != tt.sameTurn {
+				t.Errorf("same fingerprint = %v, want %v", got, tt.sameTurn)
+			}
+			if got := tt.stored.Print() == tt.resent.Print(); got != tt.sameTurn {
+				t.Errorf("same print = %v, want %v", got, tt.sameTurn)
+			}
+			q := Message{Role: "user", Content: "q"}
+			a, b := BranchOf("seed", []Message{q, tt.stored}, 1), BranchOf("seed", []Message{q, tt.resent}, 1)
+			if got := a == b; got != tt.sameBranch {
+				t.Errorf("same branch id = %v, want %v", got, tt.sameBranch)
+			}
+		})
+	}
+}

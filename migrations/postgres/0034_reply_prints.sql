@@ -1,5 +1,6 @@
 -- An assistant message with text carries its print (reply, 16 bytes: the
--- Sum of memory.Message.Print, a digest of its role and text), so that a
+-- Sum of memory.Message.Print, a digest of its role and text, the text
+-- without the ASCII white space around it: memory.Message.ComparedContent), so that a
 -- request resending only a window of its history (a client that keeps its
 -- last messages, or drops its oldest turns once its model's context
 -- fills) and naming no conversation finds the conversation holding the
@@ -41,7 +42,7 @@ BEGIN
     INSERT INTO messages (tenant, user_id, conversation, seq, key, role, content, raw, tokens, created_at, reply)
     SELECT p_tenant, p_user, p_conv, last + x.o, x.k, x.r, x.b, x.j::json, x.n, x.a,
         CASE WHEN x.r = 'assistant' AND x.b <> ''
-            THEN substring(sha256(convert_to(x.r, 'UTF8') || '\x00'::bytea || convert_to(x.b, 'UTF8')) FROM 1 FOR 16) END
+            THEN substring(sha256(convert_to(x.r, 'UTF8') || '\x00'::bytea || convert_to(btrim(x.b, E' \t\n\r\x0B\f'), 'UTF8')) FROM 1 FOR 16) END
     FROM unnest(p_keys, p_roles, p_contents, p_raws, p_tokens, p_created) WITH ORDINALITY AS x(k, r, b, j, n, a, o);
     UPDATE conversations SET last_seq = last + cardinality(p_keys), updated_at = GREATEST(updated_at, p_at)
     WHERE tenant = p_tenant AND user_id = p_user AND id = p_conv;

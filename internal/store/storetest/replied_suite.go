@@ -39,6 +39,7 @@ func RunReplied(t *testing.T, open func(t *testing.T) RepliedStore) {
 		{"NotADeletedConversation", testRepliedDeleted},
 		{"NotAnErasedUser", testRepliedErased},
 		{"TheDefaultConversationButNotAUserMessage", testRepliedDefault},
+		{"AReplyByItsTextWithoutTheWhiteSpaceAround", testRepliedTrimmed},
 	} {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open(t)) })
 	}
@@ -196,5 +197,26 @@ func testRepliedDefault(t *testing.T, s RepliedStore) {
 	mustSave(t, s, exchange(id, "ex-said", 5, nil, []memory.Message{msg(t, "user", "echo")}, msg(t, "assistant", "ok")))
 	if got := mustReplied(t, s, "t", "u", "echo", 2); len(got) != 0 {
 		t.Errorf("Replied(echo) found the user's message in %v, want none", convsOf(got))
+	}
+}
+
+// testRepliedTrimmed: a reply stored with white space around it (a model's
+// reply opening or closing with line breaks) is found by its text as a
+// chat app that trims it resends it, and as stored, whichever way the
+// store saved it: a first turn (PostgreSQL: its save-turn function's
+// digest) or a turn resending its history (the digest memgate computes).
+func testRepliedTrimmed(t *testing.T, s RepliedStore) {
+	id := memory.Identity{Tenant: "t", User: "u", Conversation: "chat-w"}
+	q1, a1 := msg(t, "user", "w question 1"), msg(t, "assistant", "\n\nw answer 1 \n")
+	mustSave(t, s, exchange(id, "ex-w-1", 1, nil, []memory.Message{q1}, a1))
+	q2, a2 := msg(t, "user", "w question 2"), msg(t, "assistant", "\tw answer 2\r\n\v\f")
+	mustSave(t, s, exchange(id, "ex-w-2", 2, []memory.Message{q1, a1}, []memory.Message{q2}, a2))
+	for _, text := range []string{"w answer 1", "\n\nw answer 1 \n", "w answer 2", "\tw answer 2\r\n\v\f"} {
+		if got := mustReplied(t, s, "t", "u", text, 4); !slices.Equal(convsOf(got), []string{"chat-w"}) {
+			t.Errorf("Replied(%q) found %v, want [chat-w]", text, convsOf(got))
+		}
+	}
+	if got := mustReplied(t, s, "t", "u", "w answer", 4); len(got) != 0 {
+		t.Errorf("Replied(a text the chat never said) found %v", convsOf(got))
 	}
 }
