@@ -49,8 +49,12 @@ func testGuard(t *testing.T, open func(t *testing.T) CaptureStore) {
 		{"going on", guarded("a2", 1, chatA, "Peru"), false, heldA + " user:Peru assistant:re: Peru"},
 		{"regenerating", guarded("a1b", 1, chatA[:2], "plan a trip"), false, "user:hi assistant:Hello! user:plan a trip assistant:re: plan a trip"},
 		// The client's version of the reply supersedes the stored one.
-		{"a reply resent otherwise", guarded("a2", 1, []memory.Message{chatA[0], m("assistant", "Hello! "), chatA[2], chatA[3]}, "Peru"), false,
-			"user:hi assistant:Hello!  user:plan a trip assistant:Where to? user:Peru assistant:re: Peru"},
+		{"a reply resent otherwise", guarded("a2", 1, []memory.Message{chatA[0], m("assistant", "Hello there!"), chatA[2], chatA[3]}, "Peru"), false,
+			"user:hi assistant:Hello there! user:plan a trip assistant:Where to? user:Peru assistant:re: Peru"},
+		// A reply resent with other white space around it (a chat app
+		// trims a model's line breaks) is the reply stored: kept as it is.
+		{"a reply resent with other white space around it", guarded("a2", 1, []memory.Message{chatA[0], m("assistant", "\nHello! "), chatA[2], chatA[3]}, "Peru"), false,
+			heldA + " user:Peru assistant:re: Peru"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
