@@ -56,14 +56,20 @@ func (e *Engine) Prepare(ctx context.Context, req memory.Request) (memory.Prepar
 // reports whether one was being stored, and whether none is when it
 // returns (false when the wait was cut short).
 func (c *Core) waitStored(ctx context.Context, id memory.Identity) (waited, idle bool) {
+	wctx, cancel := briefly(ctx)
+	defer cancel()
+	waited, err := c.Capturer.Wait(wctx, id)
+	return waited, err == nil
+}
+
+// briefly bounds a wait for turns being stored: at most half of what is
+// left of ctx's deadline, 100ms without one.
+func briefly(ctx context.Context) (context.Context, context.CancelFunc) {
 	wait := 100 * time.Millisecond
 	if dl, ok := ctx.Deadline(); ok {
 		wait = time.Until(dl) / 2
 	}
-	wctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	waited, err := c.Capturer.Wait(wctx, id)
-	return waited, err == nil
+	return context.WithTimeout(ctx, wait)
 }
 
 // Route returns where a request whose conversation was derived from its
@@ -109,11 +115,7 @@ func (e *Engine) Route(ctx context.Context, id memory.Identity, msgs []memory.Me
 // first, as waitStored does, for the user's turns being stored. A failed
 // lookup is logged without contents and finds none.
 func (e *Engine) continued(ctx context.Context, c *Core, id memory.Identity, cut memory.Cut) string {
-	wait := 100 * time.Millisecond
-	if dl, ok := ctx.Deadline(); ok {
-		wait = time.Until(dl) / 2
-	}
-	wctx, cancel := context.WithTimeout(ctx, wait)
+	wctx, cancel := briefly(ctx)
 	_ = c.Capturer.WaitUser(wctx, id.Tenant, id.User) // a wait given up on looks up what is stored
 	cancel()
 	found, err := c.Router.Continued(ctx, id, cut)
