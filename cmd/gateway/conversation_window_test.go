@@ -37,6 +37,17 @@ func (c *windowChat) say(text string, reply func(string) string) string {
 	return conv
 }
 
+// goesOn sends turns from..to ("turn i of the chat") and fails unless
+// each is answered in conversation x.
+func (c *windowChat) goesOn(x string, from, to int, reply func(string) string) {
+	c.t.Helper()
+	for i := from; i <= to; i++ {
+		if conv := c.say(fmt.Sprint("turn ", i, " of the chat"), reply); conv != x {
+			c.t.Fatalf("turn %d answered in %q, want %q (the chat's conversation)", i, conv, x)
+		}
+	}
+}
+
 // said returns the chat's messages as "role: content" lines.
 func (c *windowChat) said() []string {
 	out := make([]string, len(c.history))
@@ -82,11 +93,7 @@ func TestWindowedChatIsOneConversation(t *testing.T) {
 					if x == memory.DefaultConversation {
 						t.Fatal("second turn in default")
 					}
-					for i := 3; i <= 7; i++ {
-						if conv := c.say(fmt.Sprint("turn ", i, " of the chat"), ack); conv != x {
-							t.Fatalf("turn %d answered in %q, want %q (the chat's conversation)", i, conv, x)
-						}
-					}
+					c.goesOn(x, 3, 7, ack)
 					assertConversation(t, g, user, x, c.said()...)
 					assertConversations(t, g, user, map[string]int{x: len(c.history)})
 				})
@@ -154,11 +161,7 @@ func TestTrimmingClientKeepsOneCopy(t *testing.T) {
 					if x == memory.DefaultConversation {
 						t.Fatal("second turn in default")
 					}
-					for i := 3; i <= 6; i++ {
-						if conv := c.say(fmt.Sprint("turn ", i, " of the chat"), trimmed); conv != x {
-							t.Fatalf("turn %d answered in %q, want %q (the chat's conversation)", i, conv, x)
-						}
-					}
+					c.goesOn(x, 3, 6, trimmed)
 					want := c.said()
 					for i := 1; i < len(want); i += 2 {
 						want[i] = "assistant: " + padded(strings.TrimPrefix(c.said()[i-1], "user: "))
