@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -109,9 +110,13 @@ func (r *Router) Route(ctx context.Context, id memory.Identity, msgs []memory.Me
 	form := func(i int) memory.Message { return r.storedForm(client, i, stored) }
 	rev = r.revisions(ctx, id)
 	from := memory.Routed{Conversation: id.Conversation, Seed: memory.BranchSeed(id.Tenant, id.User, msgs)}
-	var legacy memory.Routed
-	if l := memory.LegacyConversation(id.Tenant, id.User, msgs); l != memory.DerivedConversation(id.Tenant, id.User, msgs) {
-		legacy = memory.Routed{Conversation: l, Seed: memory.LegacyBranchSeed(id.Tenant, id.User, msgs)}
+	// The legacy id hashes the system messages (a RAG context can be
+	// long): computed only when the derived conversation holds nothing.
+	legacy := func() memory.Routed {
+		if !slices.ContainsFunc(msgs, func(m memory.Message) bool { return memory.IsSystem(m.Role) }) {
+			return memory.Routed{} // the legacy id is the derived one
+		}
+		return memory.Routed{Conversation: memory.LegacyConversation(id.Tenant, id.User, msgs), Seed: memory.LegacyBranchSeed(id.Tenant, id.User, msgs)}
 	}
 	routed, _, held, err := r.route(ctx, rev, id, from, legacy, client, form)
 	if err != nil {
@@ -149,7 +154,7 @@ func (r *Router) Reroute(ctx context.Context, ex memory.Exchange) (memory.Exchan
 	id.Conversation = cmp.Or(ex.Root, ex.Conversation)
 	history := ex.Head()
 	from := memory.Routed{Conversation: id.Conversation, Seed: ex.BranchSeed}
-	routed, last, _, err := r.route(ctx, r.revisions(ctx, id), id, from, memory.Routed{}, history, func(i int) memory.Message { return history[i] })
+	routed, last, _, err := r.route(ctx, r.revisions(ctx, id), id, from, nil, history, func(i int) memory.Message { return history[i] })
 	if err != nil {
 		return ex, fmt.Errorf("route exchange %s again: %w", ex.ID, err)
 	}
@@ -164,15 +169,16 @@ func (r *Router) Reroute(ctx context.Context, ex memory.Exchange) (memory.Exchan
 // client (a request's non-system messages; form(i) is client[i] as
 // memgate stores it) continues, whose ids derive from from's Seed
 // (memory.BranchSeed). When from's conversation holds nothing, it goes
-// on from legacy (a memory.LegacyConversation and its seed; none when
-// its Conversation is "") instead if that holds client's start. It
+// on from legacy() (a memory.LegacyConversation and its seed; none when
+// legacy is nil or its Conversation is "") instead if that holds
+// client's start. It
 // returns where client goes on (its Root the conversation it started
 // from, when it went on in a branch of it), last when that is the last
 // branch it may follow and client parts from it too, and how many of the
 // first messages of where it goes on it read (n: 0 when that holds
 // nothing). A failed read ends it with the error, in the conversation it
 // got to. The heads are read as of rev (nil: from the store).
-func (r *Router) route(ctx context.Context, rev *memory.Revisions, id memory.Identity, from, legacy memory.Routed, client []memory.Message,
+func (r *Router) route(ctx context.Context, rev *memory.Revisions, id memory.Identity, from memory.Routed, legacy func() memory.Routed, client []memory.Message,
 	form func(i int) memory.Message) (routed memory.Routed, last bool, n int, err error) {
 	printed := make([]memory.Print, len(client)) // client's prints, taken as compared
 	cur := id
@@ -189,14 +195,16 @@ func (r *Router) route(ctx context.Context, rev *memory.Revisions, id memory.Ide
 		if err != nil {
 			return at(routed), false, 0, err
 		}
-		if hop == 0 && len(held) == 0 && legacy.Conversation != "" {
-			cur.Conversation = legacy.Conversation
-			old, err := r.reader.Head(ctx, rev, cur, len(client)+1)
-			if err != nil {
-				return at(routed), false, 0, err
-			}
-			if len(old) > 0 && parts(old, client, printed, form) != 0 {
-				from, routed, held = legacy, legacy, old
+		if hop == 0 && len(held) == 0 && legacy != nil {
+			if l := legacy(); l.Conversation != "" {
+				cur.Conversation = l.Conversation
+				old, err := r.reader.Head(ctx, rev, cur, len(client)+1)
+				if err != nil {
+					return at(routed), false, 0, err
+				}
+				if len(old) > 0 && parts(old, client, printed, form) != 0 {
+					from, routed, held = l, l, old
+				}
 			}
 		}
 		i := parts(held, client, printed, form)
