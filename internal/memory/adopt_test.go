@@ -44,7 +44,10 @@ func TestAdoptable(t *testing.T) {
 		{"whole exchanges only", stored, p(stored[0], stored[1], stored[2], stored[3]), 2},
 		{"several exchanges", stored, stored[:5], 5},
 		{"reply differs", stored, p(stored[0], m("", "assistant", "Hey")), 0},
-		{"prior shorter than the first exchange", stored, p(stored[0]), 0},
+		{"prior ends before the exchange's reply (it went on with it)", stored, p(stored[0]), 2},
+		{"prior ends before a reply the exchange's call", stored[2:], p(stored[2]), 0},
+		{"prior ends before the reply, the conversation with it", stored[:2], p(stored[0]), 2},
+		{"prior ends inside a tool loop", stored[2:], p(stored[2], stored[3]), 0},
 		{"stored ends with the match", stored[:2], p(stored[0], stored[1]), 2},
 		{"nothing stored", nil, p(stored[0]), 0},
 	}

@@ -217,11 +217,14 @@ func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usa
 				slog.String("request_id", c.x.ID()), slog.String("error", err.Error()))
 		}
 	}()
+	// A reply that goes on with the one the history ends with is stored
+	// joined with it, in its place, as the client resends it.
+	prior, reply, _ := memory.Prefilled(c.cut.Prior, c.cut.Turn, reply)
 	c.p.deps.Capturer.Capture(context.WithoutCancel(ctx), memory.Exchange{
 		ID:       c.x.ID(),
 		Identity: c.id,
 		Model:    c.model,
-		Prior:    c.cut.Prior,
+		Prior:    prior,
 		Turn:     c.cut.Turn,
 		Skipped:  c.cut.Skipped,
 

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/upstreamtest"
+)
+
+// continuingUpstream answers a request ending with a user message "ack:
+// <message>", and one ending with an assistant message (asking the model
+// to go on with it: "continue") " (more on <the last user message>)".
+func continuingUpstream() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req struct {
+			Messages []json.RawMessage `json:"messages"`
+		}
+		json.Unmarshal(body, &req)
+		last, role := "", ""
+		for _, raw := range req.Messages {
+			m, err := memory.ParseMessage(raw)
+			if err != nil || memory.IsSystem(m.Role) {
+				continue
+			}
+			if role = m.Role; role == "user" {
+				last = m.Content
+			}
+		}
+		answer := "ack: " + last
+		if role == "assistant" {
+			answer = " (more on " + last + ")"
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		upstreamtest.Chat(upstreamtest.Reply{Content: answer}).ServeHTTP(w, r)
+	})
+}
+
+// TestContinuedReplyStaysInItsConversation: a headerless full-history
+// client asks the model to go on with a reply it cut off ("continue":
+// the request ends with that assistant message, as SillyTavern, LibreChat
+// and an Anthropic prefill send it), then resends the reply joined with
+// its continuation. The chat stays one conversation, holding each message
+// once, the continued replies joined — the first one's too, taken over
+// from default — and the next turns neither fork nor supersede them: only
+// the partial replies, replaced by their joined text, are superseded — on
+// both stores, streamed and not.
+func TestContinuedReplyStaysInItsConversation(t *testing.T) {
+	up := upstreamtest.New(t, continuingUpstream())
+	for name, mk := range storeConfigs(t, up) {
+		t.Run(name, func(t *testing.T) {
+			g := startGateway(t, mk(t))
+			user := "cont-" + strings.ReplaceAll(name, "+", "-")
+			history := []map[string]any{{"role": "system", "content": "You are a storyteller."}}
+			turn := 0
+			send := func() string {
+				t.Helper()
+				turn++
+				return bodyUserChat(t, g.URL, user, turn%2 == 0, history)
+			}
+			say := func(text string) string {
+				t.Helper()
+				history = append(history, map[string]any{"role": "user", "content": text})
+				conv := send()
+				history = append(history, map[string]any{"role": "assistant", "content": "ack: " + text})
+				return conv
+			}
+			// goOn asks for the last reply's continuation and joins it.
+			goOn := func() string {
+				t.Helper()
+				conv := send()
+				last := history[len(history)-1]
+				var asked string
+				for _, m := range history {
+					if m["role"] == "user" {
+						asked = m["content"].(string)
+					}
+				}
+				last["content"] = fmt.Sprint(last["content"], " (more on ", asked, ")")
+				return conv
+			}
+			if conv := say("tell me of a dragon"); conv != memory.DefaultConversation {
+				t.Fatalf("first turn in %q, want default", conv)
+			}
+			// Continued at once: the chat's first reply, stored in default.
+			x := goOn()
+			if x == memory.DefaultConversation {
+				t.Fatal("the first reply's continuation in default")
+			}
+			for i, step := range []func() string{
+				func() string { return say("and of a knight") },
+				func() string { return say("who wins?") },
+				goOn,
+				func() string { return say("thanks") },
+			} {
+				if conv := step(); conv != x {
+					t.Fatalf("step %d answered in %q, want %q (the chat's conversation)", i+1, conv, x)
+				}
+			}
+			var want []string
+			for _, m := range history[1:] {
+				want = append(want, fmt.Sprint(m["role"], ": ", m["content"]))
+			}
+			id := memory.Identity{Tenant: memory.DefaultTenant, User: user, Conversation: x}
+			waitStored(t, g, id, len(want))
+			live, superseded := liveAndSuperseded(t, g, id)
+			if strings.Join(live, "\n") != strings.Join(want, "\n") || superseded != 2 {
+				t.Fatalf("%s holds (%d superseded, want the 2 partial replies):\n%s\nwant:\n%s",
+					x, superseded, strings.Join(live, "\n"), strings.Join(want, "\n"))
+			}
+			assertConversations(t, g, user, map[string]int{x: len(want)})
+		})
+	}
+}

@@ -1,0 +1,52 @@
+package memory
+
+import "encoding/json"
+
+// Prefilled returns what an exchange stores of a request that asked the
+// model to go on with the assistant message its history ends with: a
+// "continue" of a reply cut off (SillyTavern, LibreChat), or a reply the
+// client started itself (an Anthropic prefill). prior and turn are the
+// exchange's (Cut.Prior, Cut.Turn), reply the model's answer. When turn
+// is empty, prior ends with an assistant message of text alone and reply
+// is text alone, the client shows, and resends from then on, that
+// message's text followed by the reply's: joined is the reply so (its
+// other fields the reply's), and rest is prior without that message. The
+// save stores joined in that message's place — a partial reply memgate
+// stored is superseded by it, as a regenerated one is — so the chat's
+// next request, which resends the joined reply, goes on from it instead
+// of parting from a conversation holding the two halves as two replies.
+// Otherwise ok is false, and the exchange stores prior, turn and reply as
+// they are.
+func Prefilled(prior, turn []Message, reply Message) (rest []Message, joined Message, ok bool) {
+	if len(turn) > 0 || len(prior) == 0 || reply.Role != "assistant" || reply.Content == "" {
+		return prior, reply, false
+	}
+	last := prior[len(prior)-1]
+	if last.Role != "assistant" || !textOnly(last) || !textOnly(reply) {
+		return prior, reply, false
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(reply.Raw, &fields); err != nil {
+		return prior, reply, false
+	}
+	text := last.Content + reply.Content
+	content, err := json.Marshal(text)
+	if err != nil {
+		return prior, reply, false
+	}
+	fields["content"] = content
+	raw, err := json.Marshal(fields)
+	if err != nil {
+		return prior, reply, false
+	}
+	joined = reply.Bare()
+	joined.Content, joined.Raw = text, raw
+	return prior[:len(prior)-1], joined, true
+}
+
+// textOnly reports whether m's content is a string and all it holds: no
+// parts, calls or refusal.
+func textOnly(m Message) bool {
+	p := m.Decoded()
+	return !p.Malformed && p.Parts == nil && p.Calls == nil && p.Refusal == "" && p.Text == m.Content
+}

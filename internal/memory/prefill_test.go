@@ -1,0 +1,64 @@
+package memory
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestPrefilled(t *testing.T) {
+	msg := func(raw string) Message {
+		m, err := ParseMessage(json.RawMessage(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	u1 := msg(`{"role":"user","content":"Tell me a story"}`)
+	a1 := msg(`{"role":"assistant","content":"Once upon a time"}`)
+	u2 := msg(`{"role":"user","content":"Go on"}`)
+	reply := msg(`{"role":"assistant","content":" there was a fox.","reasoning_content":"thinking"}`)
+	tests := []struct {
+		name        string
+		prior, turn []Message
+		reply       Message
+		ok          bool
+	}{
+		{"goes on with the last reply", []Message{u1, a1}, nil, reply, true},
+		{"a turn to answer", []Message{u1, a1}, []Message{u2}, reply, false},
+		{"no history", nil, []Message{u1}, reply, false},
+		{"history ends with a user message", []Message{u1}, nil, reply, false},
+		{"the last reply calls a tool", []Message{u1, msg(`{"role":"assistant","content":"","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}`)}, nil, reply, false},
+		{"the last reply in parts", []Message{u1, msg(`{"role":"assistant","content":[{"type":"text","text":"Once"}]}`)}, nil, reply, false},
+		{"the reply calls a tool", []Message{u1, a1}, nil, msg(`{"role":"assistant","content":"x","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}`), false},
+		{"an empty reply", []Message{u1, a1}, nil, msg(`{"role":"assistant","content":""}`), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rest, joined, ok := Prefilled(tt.prior, tt.turn, tt.reply)
+			if ok != tt.ok {
+				t.Fatalf("ok = %v, want %v", ok, tt.ok)
+			}
+			if !ok {
+				if len(rest) != len(tt.prior) || joined.Content != tt.reply.Content || string(joined.Raw) != string(tt.reply.Raw) {
+					t.Fatalf("not prefilled, yet changed: %v %+v", rest, joined)
+				}
+				return
+			}
+			if len(rest) != len(tt.prior)-1 {
+				t.Fatalf("rest holds %d messages, want %d", len(rest), len(tt.prior)-1)
+			}
+			want := tt.prior[len(tt.prior)-1].Content + tt.reply.Content
+			if joined.Content != want || joined.Role != "assistant" {
+				t.Fatalf("joined %q (%s), want %q", joined.Content, joined.Role, want)
+			}
+			p := joined.Decoded()
+			if p.Text != want {
+				t.Fatalf("joined Raw %s, want its content %q", joined.Raw, want)
+			}
+			var fields map[string]any
+			if err := json.Unmarshal(joined.Raw, &fields); err != nil || fields["reasoning_content"] != "thinking" {
+				t.Fatalf("joined Raw %s lost the reply's other fields (%v)", joined.Raw, err)
+			}
+		})
+	}
+}
