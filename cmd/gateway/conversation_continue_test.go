@@ -118,3 +118,37 @@ func TestContinuedReplyStaysInItsConversation(t *testing.T) {
 		})
 	}
 }
+
+// TestTrailingInstructionIsNoTurn: a headerless full-history client sends
+// its whole history followed by a system message with an instruction of
+// its own (SillyTavern's impersonation, "write the next reply as the
+// user", or a quiet prompt). That request stays in the chat's
+// conversation and stores nothing: neither the instruction nor its reply
+// is a turn of the chat. The chat's next turn goes on there, which holds
+// each message once, none superseded — on both stores.
+func TestTrailingInstructionIsNoTurn(t *testing.T) {
+	up := upstreamtest.New(t, echoUpstream())
+	for name, mk := range storeConfigs(t, up) {
+		t.Run(name, func(t *testing.T) {
+			g := startGateway(t, mk(t))
+			user := "quiet-" + strings.ReplaceAll(name, "+", "-")
+			c := &windowChat{t: t, url: g.URL, user: user, keep: 100}
+			ack := func(s string) string { return "ack: " + s }
+			c.say("I want to plan a garden", ack)
+			x := c.say("Which vegetables grow fast?", ack)
+			if x == memory.DefaultConversation {
+				t.Fatal("second turn in default")
+			}
+			for i, stream := range []bool{false, true} {
+				sent := append([]map[string]any{{"role": "system", "content": "You are a helpful companion."}}, c.history...)
+				sent = append(sent, map[string]any{"role": "system", "content": fmt.Sprint("Write the next reply as the user would (", i, ").")})
+				if conv := bodyUserChat(t, g.URL, user, stream, sent); conv != x {
+					t.Fatalf("the instruction answered in %q, want %q", conv, x)
+				}
+			}
+			c.goesOn(x, 3, 4, ack)
+			assertConversation(t, g, user, x, c.said()...)
+			assertConversations(t, g, user, map[string]int{x: len(c.history)})
+		})
+	}
+}

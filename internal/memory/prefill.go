@@ -50,3 +50,25 @@ func textOnly(m Message) bool {
 	p := m.Decoded()
 	return !p.Malformed && p.Parts == nil && p.Calls == nil && p.Refusal == "" && p.Text == m.Content
 }
+
+// Instructed reports whether msgs (a request's messages, system ones
+// included) end with a system or developer message after their last
+// assistant one, with no user or tool message after that reply: the
+// app's own instruction about the chat (SillyTavern's impersonation,
+// "write the next reply as the user", or a quiet prompt asking for a
+// summary), not a turn of it. Its reply is not the chat's: it is not
+// stored, and the chat's history, which it leaves as it was, goes on.
+func Instructed(msgs []Message) bool {
+	if len(msgs) == 0 || !IsSystem(msgs[len(msgs)-1].Role) {
+		return false
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		switch {
+		case msgs[i].Role == "assistant":
+			return true
+		case !IsSystem(msgs[i].Role):
+			return false
+		}
+	}
+	return false
+}

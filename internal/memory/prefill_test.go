@@ -62,3 +62,34 @@ func TestPrefilled(t *testing.T) {
 		})
 	}
 }
+
+func TestInstructed(t *testing.T) {
+	sys := Message{Role: "system", Content: "You are helpful."}
+	dev := Message{Role: "developer", Content: "Write the next reply as the user."}
+	u := Message{Role: "user", Content: "Hi"}
+	a := Message{Role: "assistant", Content: "Hello"}
+	tool := Message{Role: "tool", Content: "sunny"}
+	tests := []struct {
+		name string
+		msgs []Message
+		want bool
+	}{
+		{"an instruction after the last reply", []Message{sys, u, a, {Role: "system", Content: "Write the next reply as the user."}}, true},
+		{"a developer instruction", []Message{u, a, dev}, true},
+		{"two instructions", []Message{u, a, sys, dev}, true},
+		{"a turn", []Message{sys, u, a, u}, false},
+		{"an instruction after the question", []Message{u, a, u, dev}, false},
+		{"an instruction after a tool's result", []Message{u, a, tool, dev}, false},
+		{"a first turn's instruction", []Message{sys, u, dev}, false},
+		{"system messages only", []Message{sys, dev}, false},
+		{"ends with the reply (continue)", []Message{u, a}, false},
+		{"nothing", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Instructed(tt.msgs); got != tt.want {
+				t.Fatalf("Instructed = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

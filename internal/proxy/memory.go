@@ -293,7 +293,9 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 			if injects {
 				out = p.inject(r.Context(), w.Header(), x, req, mreq, prep)
 			}
-			if mode.Stores() && p.deps.Capturer != nil {
+			// An instruction of the app's after the chat's last reply
+			// (memory.Instructed) is no turn of the chat: not stored.
+			if mode.Stores() && p.deps.Capturer != nil && !memory.Instructed(req.Messages) {
 				p.markUnstored(w.Header(), x, cut)
 				f.capture = &exchangeCapture{p: p, x: x, api: a, id: id, model: req.Model, cut: cut, msgs: req.Messages, at: at, received: received, transcript: tk}
 				if implied {
