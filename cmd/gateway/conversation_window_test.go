@@ -173,3 +173,52 @@ func TestTrimmingClientKeepsOneCopy(t *testing.T) {
 		})
 	}
 }
+
+// TestTwoMessageWindowIsOneConversation: a headerless client that resends
+// only the previous reply and its new question (a window of 2) names
+// another first user message every turn. From its third turn on, each
+// turn continues the conversation holding the reply it resends, when that
+// reply is long enough to tell a chat by: the chat's second turn starts
+// it (the first turn stays in default, holding the first reply the
+// second resent), and it ends holding each later message once, in order.
+// A chat of the same user whose replies are short ("OK.") shares them
+// with other chats too readily: its turns continue no conversation, and
+// never the first chat's — on both stores.
+func TestTwoMessageWindowIsOneConversation(t *testing.T) {
+	// Short answers to the short chat, long ones to the other.
+	answer := func(s string) string {
+		if strings.HasPrefix(s, "short") {
+			return "OK."
+		}
+		return "Here is a considered answer to " + s + ", with the details that matter for your garden."
+	}
+	up := upstreamtest.New(t, answeringUpstream(answer))
+	for name, mk := range storeConfigs(t, up) {
+		t.Run(name, func(t *testing.T) {
+			g := startGateway(t, mk(t))
+			user := "win2-" + strings.ReplaceAll(name, "+", "-")
+			long := answer
+			c := &windowChat{t: t, url: g.URL, user: user, keep: 2}
+			if conv := c.say("I keep bees", long); conv != memory.DefaultConversation {
+				t.Fatalf("first turn in %q, want default", conv)
+			}
+			x := c.say("How many hives fit?", long)
+			if x == memory.DefaultConversation {
+				t.Fatal("second turn in default")
+			}
+			c.goesOn(x, 3, 6, long)
+			short := &windowChat{t: t, url: g.URL, user: user, keep: 2}
+			ok := func(string) string { return "OK." }
+			short.say("short opener", ok)
+			seen := map[string]bool{x: true}
+			for i := range 3 {
+				conv := short.say(fmt.Sprint("short ", i), ok)
+				if seen[conv] || conv == memory.DefaultConversation {
+					t.Fatalf("the short chat's turn %d in %q, which another turn holds", i+2, conv)
+				}
+				seen[conv] = true
+			}
+			assertConversation(t, g, user, x, c.said()[1:]...)
+		})
+	}
+}

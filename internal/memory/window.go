@@ -1,6 +1,9 @@
 package memory
 
-import "time"
+import (
+	"time"
+	"unicode/utf8"
+)
 
 // Replied is a conversation holding, among its live messages, a reply (an
 // assistant message) that a client resent: what a store's lookup of the
@@ -44,7 +47,10 @@ func NewestReply(history []Message) int {
 // that starts where the conversation starts is no cut: it derives its
 // conversation, or a branch of it, from that start (DerivedConversation,
 // BranchOf), and another chat opening alike (a greeting answered alike)
-// never joins it so. One reply alone is no evidence either.
+// never joins it so. One reply alone (a client keeping its last two
+// messages: the reply and its new question) is evidence only when it is
+// LoneReply, long enough to tell a chat by; the caller takes it only when
+// no other conversation of the user holds it.
 func ContinuesTail(held, window []Message) bool {
 	if len(window) == 0 || len(held) != len(window)+1 {
 		return false
@@ -56,7 +62,18 @@ func ContinuesTail(held, window []Message) bool {
 		}
 		said = said || m.Role == "user" && m.Content != ""
 	}
-	return said
+	return said || LoneReply(window)
+}
+
+// minLoneReply is how many characters a reply a window resends alone must
+// have (ComparedContent) to tell a chat by (LoneReply): a stock reply
+// ("OK.", "Sure!", a greeting) repeats across a user's chats.
+const minLoneReply = 64
+
+// LoneReply reports whether window (see ContinuesTail) is one reply alone,
+// long enough to tell a chat by (minLoneReply characters).
+func LoneReply(window []Message) bool {
+	return len(window) == 1 && window[0].Role == "assistant" && utf8.RuneCountInString(window[0].ComparedContent()) >= minLoneReply
 }
 
 // EndsWith reports whether msgs ends with want, by Fingerprint.

@@ -1,6 +1,9 @@
 package memory
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestContinuesTail(t *testing.T) {
 	u := func(s string) Message { return Message{Role: "user", Content: s} }
@@ -17,6 +20,9 @@ func TestContinuesTail(t *testing.T) {
 		{"the whole history is no cut", held, held, false},
 		{"a window reaching the conversation's start is no cut", held[:3], []Message{a("a1"), u("q2"), a("a2")}, false},
 		{"the reply alone", held[2:], []Message{a("a2")}, false},
+		{"a long reply alone", []Message{u("q2"), a(strings.Repeat("a long reply ", 5))}, []Message{a(strings.Repeat("a long reply ", 5))}, true},
+		{"a long reply alone, at the conversation's start", []Message{a(strings.Repeat("a long reply ", 5))}, []Message{a(strings.Repeat("a long reply ", 5))}, false},
+		{"a reply just too short alone", []Message{u("q2"), a(strings.Repeat("x", 63))}, []Message{a(strings.Repeat("x", 63))}, false},
 		{"no user message with text", []Message{a("a0"), u(""), a("a1")}, []Message{u(""), a("a1")}, false},
 		{"a message differs", held, []Message{a("a1"), u("q2, edited"), a("a2")}, false},
 		{"a role differs", held, []Message{u("a1"), u("q2"), a("a2")}, false},

@@ -53,6 +53,11 @@ func TestRouterContinued(t *testing.T) {
 	midGreet := memory.Replied{Conversation: "chat-m", Tail: stored("p", "q", "hi", "Hello!")}
 	firstTurn := memory.Replied{Conversation: memory.DefaultConversation, Tail: stored("hi", "Hello!")}
 	otherDefault := memory.Replied{Conversation: memory.DefaultConversation, Tail: stored("other", "a2")}
+	long := "A long reply, with enough said in it to tell one chat from another by."
+	lone := memory.Replied{Conversation: "chat-l", Tail: stored("q1", long)}
+	loneToo := memory.Replied{Conversation: "chat-l2", Tail: stored("q1 in l2", long)}
+	loneStart := memory.Replied{Conversation: "chat-ls", Tail: stored("", long)[1:]}
+	loneFirst := memory.Replied{Conversation: memory.DefaultConversation, Tail: stored("q1", long)}
 	for _, tt := range []struct {
 		name  string
 		convs []memory.Replied
@@ -65,6 +70,10 @@ func TestRouterContinued(t *testing.T) {
 		{"the first that aligns of two holding the reply", []memory.Replied{b, a}, []string{"q2", "a2", "q4"}, "chat-a"},
 		{"the most recent of two that align", []memory.Replied{b2, a}, []string{"q2", "a2", "q4"}, "chat-b"},
 		{"a reply alone aligns with nothing", []memory.Replied{greet}, []string{"Hello!", "q2"}, ""},
+		{"a long reply alone", []memory.Replied{lone}, []string{long, "q2"}, "chat-l"},
+		{"a long reply alone two conversations hold", []memory.Replied{lone, loneToo}, []string{long, "q2"}, ""},
+		{"a long reply alone opening its conversation", []memory.Replied{loneStart}, []string{long, "q2"}, ""},
+		{"a long reply alone, a first turn's in default", []memory.Replied{loneFirst}, []string{long, "q2"}, ""},
 		{"a whole history is Route's", []memory.Replied{greet}, []string{"hi", "Hello!", "q2"}, ""},
 		{"a greeting said mid-chat", []memory.Replied{midGreet}, []string{"hi", "Hello!", "q2"}, "chat-m"},
 		{"a full-history chat's first turn in default", []memory.Replied{firstTurn, midGreet}, []string{"hi", "Hello!", "q2"}, ""},

@@ -299,6 +299,12 @@ func (r *Router) Continued(ctx context.Context, id memory.Identity, cut memory.C
 			return "", nil
 		}
 	}
+	// A reply resent alone (memory.LoneReply) tells the chat only when no
+	// other conversation of the user holds it.
+	lone := memory.LoneReply(window)
+	if lone && len(found) > 1 {
+		return "", nil
+	}
 	for _, f := range found {
 		if f.Conversation != id.Conversation && f.Conversation != memory.DefaultConversation && memory.ContinuesTail(f.Tail, window) {
 			return f.Conversation, nil
