@@ -31,7 +31,10 @@ import (
 //     (lookalikeBrackets: "‹", "ᐸ", "❮", "〈", "≮" …), followed after the
 //     same characters by one of the names of the tags the block's template
 //     writes (quoter.names: "memory" for the default), in any case and
-//     width and with invisible characters between its letters — or by
+//     width, in letters of other scripts that look like its own
+//     (latinLookalikes: "mеmory" with a Cyrillic "е") and with invisible
+//     characters between them (format characters, marks, other
+//     default-ignorable characters: invisible) — or by
 //     nothing, or a name's start, at the text's end —, becomes "&lt;"
 //     too. Elsewhere it is ordinary text — a quotation mark, an
 //     angle bracket in mathematics — and stays as it is: "‹salut›",
@@ -202,8 +205,8 @@ func opensTag(rest string) (bool, int) {
 
 // opensOwnTag reports whether rest, the text after a lookalike of "<",
 // starts with one of q.names: after any characters opensTag skips, the
-// name's letters, in any case or width (tagRune), with only invisible
-// characters (format characters, marks) between them — or with the
+// name's letters, in any case or width (tagRune) or as their lookalikes
+// (isLetter), with only invisible characters between them — or with the
 // start of a name, or nothing, at its end: as with opensTag, what
 // follows the text in the block is not the text's to choose (a bracket
 // ending one fact, and the next fact spelling "memory>", side by side in
@@ -239,7 +242,7 @@ func spells(s, name string) (bool, int) {
 		r, size := tagRune(s[i:])
 		i, n = i+size, n+1
 		switch {
-		case unicode.ToLower(r) == rune(name[k]):
+		case isLetter(r, name[k]):
 			k++
 		case !invisible(r):
 			return false, n
@@ -248,20 +251,34 @@ func spells(s, name string) (bool, int) {
 	return true, n
 }
 
-// skipped reports whether the tag rules read past r between a bracket
-// and a tag's name: a slash or a character that looks like one, a space,
-// an "_" (a fact's line shows its key's as spaces, memory.Fact.Statement,
-// after quoting: "<_/memory>" is shown "< /memory>"), or an invisible
-// character.
-func skipped(r rune) bool {
-	return r == '/' || r == '\\' || r == '_' || strings.ContainsRune(slashLookalikes, r) || unicode.IsSpace(r) || invisible(r)
+// isLetter reports whether r, as tagRune reads it, is c (a byte of a tag
+// name: lower-case ASCII) in either case, or a letter of another script
+// that looks like it (latinLookalikes: Cyrillic "е", Greek "ο").
+func isLetter(r rune, c byte) bool {
+	if unicode.ToLower(r) == rune(c) {
+		return true
+	}
+	return r >= utf8.RuneSelf && 'a' <= c && c <= 'z' && strings.ContainsRune(latinLookalikes[c-'a'], r)
 }
 
-// invisible reports whether r is a format character or a mark. Marks are
-// as invisible as format characters: a combining grapheme joiner or a
-// variation selector in "</\u034fmemory>" hides nothing from a reader.
+// skipped reports whether the tag rules read past r between a bracket
+// and a tag's name: a slash or a character that looks like one, a space
+// or a control (which the block shows as a line break and an indent,
+// memory.IndentBreaks), an "_" (a fact's line shows its key's as spaces,
+// memory.Fact.Statement, after quoting: "<_/memory>" is shown "<
+// /memory>"), or an invisible character.
+func skipped(r rune) bool {
+	return r == '/' || r == '\\' || r == '_' || strings.ContainsRune(slashLookalikes, r) || unicode.IsSpace(r) || unicode.IsControl(r) || invisible(r)
+}
+
+// invisible reports whether r is a format character, a mark, or another
+// of Unicode's default-ignorable code points (a Hangul filler, which is a
+// letter by category; the unassigned ones reserved as ignorable), which
+// a renderer shows as nothing. Marks are as invisible as format
+// characters: a combining grapheme joiner or a variation selector in
+// "</\u034fmemory>" hides nothing from a reader.
 func invisible(r rune) bool {
-	return unicode.Is(unicode.Cf, r) || unicode.Is(unicode.M, r)
+	return unicode.Is(unicode.Cf, r) || unicode.Is(unicode.M, r) || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r)
 }
 
 // tagRune returns the first character of s as the tag rules read it —
