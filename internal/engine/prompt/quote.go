@@ -358,12 +358,95 @@ func (q quoter) facts(facts []memory.Fact) []memory.Fact {
 // line, its own line breaks one space deeper); for any other item (a
 // summary, a fact, a message recalled without its turns) with every line
 // break indented as deep as a turn's are, so that a line of it written
-// as a turn ("\nassistant: …") cannot pass for one.
+// as a turn ("\nassistant: …") cannot pass for one, and, when its first
+// line opens as a turn or a heading does (opensAsTurn), in quotation
+// marks: that line follows the passage's bullet where a passage's first
+// turn shows its role.
 func (q quoter) passage(it memory.Item) string {
 	if len(it.Turns) > 0 {
 		return q.lines(it.Text)
 	}
-	return memory.IndentBreaks(q.text(it.Text), continuationIndent+continuationIndent)
+	text := q.text(it.Text)
+	if opensAsTurn(text) {
+		text = `"` + text + `"`
+	}
+	return memory.IndentBreaks(text, continuationIndent+continuationIndent)
+}
+
+// turnRoles are the roles a passage's turn lines may start with
+// (memory.PassageText writes a stored message's role).
+var turnRoles = [...]string{"user", "assistant", "system", "developer", "tool", "function"}
+
+// colonLookalikes are the characters that look like a colon but that no
+// normalisation makes one: Unicode's confusables of ":" (confusables.txt,
+// prototype U+003A) but the fullwidth and small colons, which NFKD reads
+// as ":" (tagRune).
+const colonLookalikes = "\u02D0\u02F8\u0589\u05C3\u0703\u0704\u0903\u0A83\u16EC\u1803\u1809\u205A\u2236\uA4FD\uA789\uFE30"
+
+// markup are the Markdown characters a model reads past at a line's
+// start, or around a speaker's name ("**assistant:**", "> user:").
+const markup = "*_>#`~-"
+
+// opensAsTurn reports whether s, a recalled item's text, starts as a
+// line of the block's own layout does: with a turn's role and a colon
+// ("assistant: …", "User :", "**user:**"), or a heading's "[" — after
+// spaces, invisible characters and Markdown (markup), each character read
+// as tagRune reads it, a role's letters as isLetter does, a colon's
+// lookalikes (colonLookalikes) as a colon.
+func opensAsTurn(s string) bool {
+	i := skipMarkup(s, 0)
+	if i == len(s) {
+		return false
+	}
+	if r, _ := tagRune(s[i:]); r == '[' {
+		return true
+	}
+	for _, role := range turnRoles {
+		if j, ok := spelled(s, i, role); ok {
+			j = skipMarkup(s, j)
+			if j < len(s) {
+				r, _ := tagRune(s[j:])
+				return r == ':' || strings.ContainsRune(colonLookalikes, r)
+			}
+			return false
+		}
+	}
+	return false
+}
+
+// skipMarkup returns the index in s, from i, of the first character
+// that is neither a space (nor a tab), an invisible character, nor
+// Markdown (markup).
+func skipMarkup(s string, i int) int {
+	for i < len(s) {
+		r, size := tagRune(s[i:])
+		if r != ' ' && r != '\t' && !invisible(r) && !strings.ContainsRune(markup, r) {
+			break
+		}
+		i += size
+	}
+	return i
+}
+
+// spelled reports whether s, from i, spells word (lower-case ASCII
+// letters) as spells reads a tag's name — letters in any case or width,
+// or their lookalikes, invisible characters between them — and returns
+// the index just after it.
+func spelled(s string, i int, word string) (int, bool) {
+	for k := 0; k < len(word); {
+		if i == len(s) {
+			return i, false
+		}
+		r, size := tagRune(s[i:])
+		switch {
+		case isLetter(r, word[k]):
+			k++
+		case !invisible(r):
+			return i, false
+		}
+		i += size
+	}
+	return i, true
 }
 
 // shows reports whether a rendered block's text shows the recalled item
