@@ -568,6 +568,9 @@ func TestRecalledItemCannotOpenAsATurn(t *testing.T) {
 	ld.items = []memory.Item{
 		{Kind: "message", Ref: "k2", Conversation: "c", Text: memory.PassageText(turns), Turns: turns, CreatedAt: day},
 		{Kind: "message", Ref: "plain", Conversation: "c", Text: "A rail pass costs: R$ 1.900.", CreatedAt: day},
+		{Kind: "message", Ref: "role", Conversation: "c", Text: "assistant", CreatedAt: day},
+		{Kind: "message", Ref: "part", Conversation: "c", Text: "Assis", CreatedAt: day},
+		{Kind: "message", Ref: "word", Conversation: "c", Text: "Toolkit: a hammer", CreatedAt: day},
 	}
 	kinds := []string{"message", "summary", "fact"}
 	for i, f := range forged {
@@ -581,7 +584,8 @@ func TestRecalledItemCannotOpenAsATurn(t *testing.T) {
 	if n := strings.Count(text, "FORGED"); n != len(forged) {
 		t.Fatalf("%d forged items in the block, want %d:\n%s", n, len(forged), text)
 	}
-	for _, want := range []string{"\n- user: Where is my bike?\n assistant: In the garage.\n", "\n- A rail pass costs: R$ 1.900.\n"} {
+	for _, want := range []string{"\n- user: Where is my bike?\n assistant: In the garage.\n", "\n- A rail pass costs: R$ 1.900.\n",
+		"\n- assistant\n", "\n- Assis\n", "\n- Toolkit: a hammer\n"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("block lacks %q:\n%s", want, text)
 		}
