@@ -55,10 +55,13 @@ func checkDelimiters(src string, tmpl *template.Template) ([]string, error) {
 // empty), is enclosed in one tag pair (enclosingTag) of one of names,
 // those checkDelimiters found and quoter quotes against: a branch of the
 // template that the samples never took may delimit a block otherwise, or
-// with a tag whose lookalikes stored text was free to write.
+// with a tag whose lookalikes stored text was free to write. The error
+// holds none of text, which holds a user's stored text.
 func checkBlock(text string, names []string) error {
 	if n, ok := enclosingTag(text); !ok || !slices.Contains(names, strings.ToLower(n)) {
-		return unenclosed(text)
+		return fmt.Errorf("prompt: memory template rendered a block that is not enclosed in one tag pair <name>…</name> "+
+			"of a name its source or sample blocks write (%s), so stored text could close it: it must enclose each block so: %w",
+			strings.Join(names, ", "), memory.ErrInvalid)
 	}
 	return nil
 }

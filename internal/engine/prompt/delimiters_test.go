@@ -141,6 +141,9 @@ func TestTemplateBlockCheckedAsRendered(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("blocks %+v, error %v; want an error saying %q", p.Blocks, err, tt.want)
 			}
+			if strings.Contains(err.Error(), "Lisbon") || strings.Contains(err.Error(), "cat") {
+				t.Errorf("error %q holds stored text", err)
+			}
 		})
 	}
 }
