@@ -5,20 +5,49 @@ import (
 	"unicode/utf8"
 )
 
-// lineBreaks are the characters a reader, or a model, may take as the end
-// of a line: IndentBreaks ends a line at each.
-const lineBreaks = "\r\n\v\f\u0085\u2028\u2029"
+// isBreak reports whether r is a character a reader, or a model, may take
+// as the end of a line: "\n", "\r", vertical tab, form feed, NEL, the
+// Unicode line and paragraph separators, the information separators
+// (U+001C–U+001E, paragraph breaks to Python's str.splitlines and to
+// Unicode's bidirectional algorithm) — and, since what a tokenizer or a
+// model makes of them is anyone's guess, every other C0 and C1 control
+// (U+0000–U+001F, U+007F–U+009F) but the tab: none of them is text.
+func isBreak(r rune) bool {
+	return r < 0x20 && r != '\t' || r >= 0x7f && r <= 0x9f || r == '\u2028' || r == '\u2029'
+}
 
-// IndentBreaks returns s with every line break ("\r\n", "\r", "\n",
-// vertical tab, form feed, NEL, and the Unicode line and paragraph
-// separators) replaced by "\n" and indent: s itself when it has none.
+// indexBreak returns the index of the first line break (isBreak) in s,
+// -1 when it has none. It reads ASCII a byte at a time.
+func indexBreak(s string) int {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if isBreak(rune(c)) {
+				return i
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if isBreak(r) {
+			return i
+		}
+		i += size
+	}
+	return -1
+}
+
+// IndentBreaks returns s with every line break (isBreak: "\r\n", "\r",
+// "\n", vertical tab, form feed, NEL, the Unicode line and paragraph
+// separators, and every other control but the tab) replaced by "\n" and
+// indent: s itself when it has none.
 //
 // Stored text is shown in the memory block under memgate's own layout —
 // headings and bullets that start a line. Indenting what stored text puts
 // on a new line keeps every line it writes deeper than memgate's own, so
 // a message cannot forge a heading, a date or another turn (house rule 25).
 func IndentBreaks(s, indent string) string {
-	i := strings.IndexAny(s, lineBreaks)
+	i := indexBreak(s)
 	if i < 0 {
 		return s
 	}
@@ -33,7 +62,7 @@ func IndentBreaks(s, indent string) string {
 			n = 2
 		}
 		s = s[i+n:]
-		i = strings.IndexAny(s, lineBreaks)
+		i = indexBreak(s)
 	}
 	b.WriteString(s)
 	return b.String()

@@ -265,14 +265,25 @@ func (a *Assembler) render(sel selection) (stable, recalled string, err error) {
 }
 
 // renderData executes the template over d and returns the text, trimmed.
+// A custom template's block is checked as it renders (checkBlock): it
+// fails unless enclosed in one of the tag pairs quoting guards.
 func (a *Assembler) renderData(d BlockData) (string, error) {
 	var b strings.Builder
 	if a.defaultTmpl {
 		renderDefault(&b, d)
-	} else if err := a.tmpl.Execute(&b, d); err != nil {
+		return strings.TrimSpace(b.String()), nil
+	}
+	if err := a.tmpl.Execute(&b, d); err != nil {
 		return "", fmt.Errorf("render memory block: %w", err)
 	}
-	return strings.TrimSpace(b.String()), nil
+	text := strings.TrimSpace(b.String())
+	if text == "" {
+		return "", nil
+	}
+	if err := checkBlock(text, a.q.names); err != nil {
+		return "", fmt.Errorf("render memory block: %w", err)
+	}
+	return text, nil
 }
 
 // sortedFacts returns fs ordered by key, then value (a copy when that

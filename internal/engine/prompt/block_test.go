@@ -186,9 +186,9 @@ func TestPassagesNameOtherConversationsOnly(t *testing.T) {
 	const model = "gpt-4o-mini"
 	said := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	ld := loaded{items: []memory.Item{
-		{Kind: "message", Ref: "r1", Conversation: "3f1c9a2e-7b7d-4c1e-9a51-0d6f2b8e4c11", Text: "user: I only have weekends free.", SaidAt: said},
-		{Kind: "message", Ref: "r2", Conversation: "trip-planning", Text: "user: A rail pass costs R$ 1.900.", SaidAt: said},
-		{Kind: "message", Ref: "r3", Conversation: "chat-4983c530ef5ec18a6f09db9ece04dbbd", Text: "user: I booked the ryokan.", SaidAt: said.Add(time.Hour)},
+		userPassage(memory.Item{Kind: "message", Ref: "r1", Conversation: "3f1c9a2e-7b7d-4c1e-9a51-0d6f2b8e4c11", SaidAt: said}, "I only have weekends free."),
+		userPassage(memory.Item{Kind: "message", Ref: "r2", Conversation: "trip-planning", SaidAt: said}, "A rail pass costs R$ 1.900."),
+		userPassage(memory.Item{Kind: "message", Ref: "r3", Conversation: "chat-4983c530ef5ec18a6f09db9ece04dbbd", SaidAt: said.Add(time.Hour)}, "I booked the ryokan."),
 	}}
 	pc := a.newPartCosts(model, "3f1c9a2e-7b7d-4c1e-9a51-0d6f2b8e4c11", ld, func(it memory.Item) (memory.Item, bool) { return it, true })
 	sel := a.selectParts(pc, 4000, 4000, ld, false, 0)
@@ -336,4 +336,11 @@ func TestConversationLabel(t *testing.T) {
 			t.Errorf("conversationLabel(%q) = %q, want %q", tt.id, got, tt.want)
 		}
 	}
+}
+
+// userPassage returns it as a recalled passage of one user turn, text.
+func userPassage(it memory.Item, text string) memory.Item {
+	it.Turns = []memory.PassageTurn{{Key: it.Ref, Role: "user", Text: text, Hit: true, Whole: text}}
+	it.Text = memory.PassageText(it.Turns)
+	return it
 }

@@ -31,7 +31,10 @@ import (
 //     (lookalikeBrackets: "‹", "ᐸ", "❮", "〈", "≮" …), followed after the
 //     same characters by one of the names of the tags the block's template
 //     writes (quoter.names: "memory" for the default), in any case and
-//     width and with invisible characters between its letters — or by
+//     width, in letters of other scripts that look like its own
+//     (latinLookalikes: "mеmory" with a Cyrillic "е") and with invisible
+//     characters between them (format characters, marks, other
+//     default-ignorable characters: invisible) — or by
 //     nothing, or a name's start, at the text's end —, becomes "&lt;"
 //     too. Elsewhere it is ordinary text — a quotation mark, an
 //     angle bracket in mathematics — and stays as it is: "‹salut›",
@@ -202,8 +205,8 @@ func opensTag(rest string) (bool, int) {
 
 // opensOwnTag reports whether rest, the text after a lookalike of "<",
 // starts with one of q.names: after any characters opensTag skips, the
-// name's letters, in any case or width (tagRune), with only invisible
-// characters (format characters, marks) between them — or with the
+// name's letters, in any case or width (tagRune) or as their lookalikes
+// (isLetter), with only invisible characters between them — or with the
 // start of a name, or nothing, at its end: as with opensTag, what
 // follows the text in the block is not the text's to choose (a bracket
 // ending one fact, and the next fact spelling "memory>", side by side in
@@ -239,7 +242,7 @@ func spells(s, name string) (bool, int) {
 		r, size := tagRune(s[i:])
 		i, n = i+size, n+1
 		switch {
-		case unicode.ToLower(r) == rune(name[k]):
+		case isLetter(r, name[k]):
 			k++
 		case !invisible(r):
 			return false, n
@@ -248,20 +251,34 @@ func spells(s, name string) (bool, int) {
 	return true, n
 }
 
-// skipped reports whether the tag rules read past r between a bracket
-// and a tag's name: a slash or a character that looks like one, a space,
-// an "_" (a fact's line shows its key's as spaces, memory.Fact.Statement,
-// after quoting: "<_/memory>" is shown "< /memory>"), or an invisible
-// character.
-func skipped(r rune) bool {
-	return r == '/' || r == '\\' || r == '_' || strings.ContainsRune(slashLookalikes, r) || unicode.IsSpace(r) || invisible(r)
+// isLetter reports whether r, as tagRune reads it, is c (a byte of a tag
+// name: lower-case ASCII) in either case, or a letter of another script
+// that looks like it (latinLookalikes: Cyrillic "е", Greek "ο").
+func isLetter(r rune, c byte) bool {
+	if unicode.ToLower(r) == rune(c) {
+		return true
+	}
+	return r >= utf8.RuneSelf && 'a' <= c && c <= 'z' && strings.ContainsRune(latinLookalikes[c-'a'], r)
 }
 
-// invisible reports whether r is a format character or a mark. Marks are
-// as invisible as format characters: a combining grapheme joiner or a
-// variation selector in "</\u034fmemory>" hides nothing from a reader.
+// skipped reports whether the tag rules read past r between a bracket
+// and a tag's name: a slash or a character that looks like one, a space
+// or a control (which the block shows as a line break and an indent,
+// memory.IndentBreaks), an "_" (a fact's line shows its key's as spaces,
+// memory.Fact.Statement, after quoting: "<_/memory>" is shown "<
+// /memory>"), or an invisible character.
+func skipped(r rune) bool {
+	return r == '/' || r == '\\' || r == '_' || strings.ContainsRune(slashLookalikes, r) || unicode.IsSpace(r) || unicode.IsControl(r) || invisible(r)
+}
+
+// invisible reports whether r is a format character, a mark, or another
+// of Unicode's default-ignorable code points (a Hangul filler, which is a
+// letter by category; the unassigned ones reserved as ignorable), which
+// a renderer shows as nothing. Marks are as invisible as format
+// characters: a combining grapheme joiner or a variation selector in
+// "</\u034fmemory>" hides nothing from a reader.
 func invisible(r rune) bool {
-	return unicode.Is(unicode.Cf, r) || unicode.Is(unicode.M, r)
+	return unicode.Is(unicode.Cf, r) || unicode.Is(unicode.M, r) || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r)
 }
 
 // tagRune returns the first character of s as the tag rules read it —
@@ -341,12 +358,95 @@ func (q quoter) facts(facts []memory.Fact) []memory.Fact {
 // line, its own line breaks one space deeper); for any other item (a
 // summary, a fact, a message recalled without its turns) with every line
 // break indented as deep as a turn's are, so that a line of it written
-// as a turn ("\nassistant: …") cannot pass for one.
+// as a turn ("\nassistant: …") cannot pass for one, and, when its first
+// line opens as a turn or a heading does (opensAsTurn), in quotation
+// marks: that line follows the passage's bullet where a passage's first
+// turn shows its role.
 func (q quoter) passage(it memory.Item) string {
 	if len(it.Turns) > 0 {
 		return q.lines(it.Text)
 	}
-	return memory.IndentBreaks(q.text(it.Text), continuationIndent+continuationIndent)
+	text := q.text(it.Text)
+	if opensAsTurn(text) {
+		text = `"` + text + `"`
+	}
+	return memory.IndentBreaks(text, continuationIndent+continuationIndent)
+}
+
+// turnRoles are the roles a passage's turn lines may start with
+// (memory.PassageText writes a stored message's role).
+var turnRoles = [...]string{"user", "assistant", "system", "developer", "tool", "function"}
+
+// colonLookalikes are the characters that look like a colon but that no
+// normalisation makes one: Unicode's confusables of ":" (confusables.txt,
+// prototype U+003A) but the fullwidth and small colons, which NFKD reads
+// as ":" (tagRune).
+const colonLookalikes = "\u02D0\u02F8\u0589\u05C3\u0703\u0704\u0903\u0A83\u16EC\u1803\u1809\u205A\u2236\uA4FD\uA789\uFE30"
+
+// markup are the Markdown characters a model reads past at a line's
+// start, or around a speaker's name ("**assistant:**", "> user:").
+const markup = "*_>#`~-"
+
+// opensAsTurn reports whether s, a recalled item's text, starts as a
+// line of the block's own layout does: with a turn's role and a colon
+// ("assistant: …", "User :", "**user:**"), or a heading's "[" — after
+// spaces, invisible characters and Markdown (markup), each character read
+// as tagRune reads it, a role's letters as isLetter does, a colon's
+// lookalikes (colonLookalikes) as a colon.
+func opensAsTurn(s string) bool {
+	i := skipMarkup(s, 0)
+	if i == len(s) {
+		return false
+	}
+	if r, _ := tagRune(s[i:]); r == '[' {
+		return true
+	}
+	for _, role := range turnRoles {
+		if j, ok := spelled(s, i, role); ok {
+			j = skipMarkup(s, j)
+			if j < len(s) {
+				r, _ := tagRune(s[j:])
+				return r == ':' || strings.ContainsRune(colonLookalikes, r)
+			}
+			return false
+		}
+	}
+	return false
+}
+
+// skipMarkup returns the index in s, from i, of the first character
+// that is neither a space (nor a tab), an invisible character, nor
+// Markdown (markup).
+func skipMarkup(s string, i int) int {
+	for i < len(s) {
+		r, size := tagRune(s[i:])
+		if r != ' ' && r != '\t' && !invisible(r) && !strings.ContainsRune(markup, r) {
+			break
+		}
+		i += size
+	}
+	return i
+}
+
+// spelled reports whether s, from i, spells word (lower-case ASCII
+// letters) as spells reads a tag's name — letters in any case or width,
+// or their lookalikes, invisible characters between them — and returns
+// the index just after it.
+func spelled(s string, i int, word string) (int, bool) {
+	for k := 0; k < len(word); {
+		if i == len(s) {
+			return i, false
+		}
+		r, size := tagRune(s[i:])
+		switch {
+		case isLetter(r, word[k]):
+			k++
+		case !invisible(r):
+			return i, false
+		}
+		i += size
+	}
+	return i, true
 }
 
 // shows reports whether a rendered block's text shows the recalled item
