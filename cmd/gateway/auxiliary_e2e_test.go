@@ -62,19 +62,20 @@ func postBody(t *testing.T, url string, headers map[string]string, body map[stri
 }
 
 // TestOpenWebUITaskRequestsAreNotTurns replays a short Open WebUI session
-// through the gateway, with no memgate header but the user's: two chat
+// through the gateway, with no memgate header but the user's: three chat
 // turns (the whole history resent, streamed) and, after each reply, the
 // client's own task requests (title after the first, follow-ups and tags
 // after each), one user message quoting the chat's last messages, the
 // newest reply last. The task requests are answered as sent (no memory
 // block, no stored turn prepended) and marked X-Memory-Auxiliary:
-// transcript; the user's memory holds the chat's four messages in one
+// transcript; the user's memory holds the chat's six messages in one
 // conversation and nothing of those task prompts or their answers. The
-// search-query request Open WebUI sends before the second turn is
-// answered quotes the first exchange and then the second turn's message,
-// which memgate has not seen yet: it is not told from a pasted-history
-// turn, and is stored as before, a conversation of its own (left out: see
-// transcripts). A newest-only client's turn that quotes one earlier
+// search-query requests Open WebUI sends before each later turn is
+// answered quote the newest exchange and then that turn's message, which
+// memgate has not seen yet: told once the user has been seen resending
+// their history (the second turn), so the one before the third turn is
+// told, while the one before the second turn is stored as before, a
+// conversation of its own (left out: see transcripts). A newest-only client's turn that quotes one earlier
 // message of the user (one role only) is still a turn, and stored.
 func TestOpenWebUITaskRequestsAreNotTurns(t *testing.T) {
 	up := upstreamtest.New(t, echoUpstream())
@@ -89,10 +90,11 @@ func TestOpenWebUITaskRequestsAreNotTurns(t *testing.T) {
 					"model": "gpt-4o-mini", "stream": false, "max_completion_tokens": 1000,
 					"messages": []map[string]any{{"role": "user", "content": content}},
 				})
-				if tmpl == owuiQueries {
-					// The exchange, then the next turn's message: stored.
+				if tmpl == owuiQueries && len(history) < 4 {
+					// The exchange, then the next turn's message, of a
+					// user not yet seen resending: stored.
 					if got := res.Header.Get("X-Memory-Auxiliary"); got != "" {
-						t.Errorf("the search-query request: X-Memory-Auxiliary %q, want none", got)
+						t.Errorf("the first search-query request: X-Memory-Auxiliary %q, want none", got)
 					}
 					return res
 				}
@@ -115,12 +117,14 @@ func TestOpenWebUITaskRequestsAreNotTurns(t *testing.T) {
 			var history []map[string]any
 			var convs []string
 			queries := ""
-			for _, text := range []string{"I am planning a trip to Kyoto in April.", "My budget is two thousand euros."} {
+			for _, text := range []string{"I am planning a trip to Kyoto in April.", "My budget is two thousand euros.", "Which temples should we see first?"} {
 				history = append(history, user(text))
 				if len(history) > 1 {
 					// With web search on, Open WebUI asks for search
 					// queries before the turn is answered.
-					queries = task(owuiQueries, history, 6).Header.Get("X-Memory-Conversation")
+					if conv := task(owuiQueries, history, 6).Header.Get("X-Memory-Conversation"); len(history) < 4 {
+						queries = conv
+					}
 				}
 				res := postBody(t, g.URL, h, map[string]any{"model": "gpt-4o-mini", "stream": true, "messages": history})
 				if res.Header.Get("X-Memory-Auxiliary") != "" {
@@ -135,12 +139,16 @@ func TestOpenWebUITaskRequestsAreNotTurns(t *testing.T) {
 				task(owuiTags, history, 6)
 			}
 			derived := convs[1]
+			if convs[2] != derived {
+				t.Errorf("the third turn in %s, want %s", convs[2], derived)
+			}
 			id := memory.Identity{Tenant: memory.DefaultTenant, User: who, Conversation: derived}
-			waitStored(t, g, id, 4)
+			waitStored(t, g, id, 6)
 			got, _ := storedContents(t, g, id)
 			want := []string{
 				"user: I am planning a trip to Kyoto in April.", "assistant: ack: I am planning a trip to Kyoto in April.",
 				"user: My budget is two thousand euros.", "assistant: ack: My budget is two thousand euros.",
+				"user: Which temples should we see first?", "assistant: ack: Which temples should we see first?",
 			}
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Errorf("stored:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

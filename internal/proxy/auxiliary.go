@@ -33,7 +33,9 @@ type auxCheck struct {
 // ones aside) is a user message, or its last system one when it has no
 // other (see onlyUserMessage), quoting one of the user's newest
 // captured exchanges, both the user's words and the reply, in order, and
-// ending with the reply but for a label (see transcripts). Its answer is
+// ending with the reply but for a label, or, for a user seen resending
+// their history (resenders), with the app's words after the transcript
+// (see transcripts, wordSeq.quotes). Its answer is
 // applied to the response's headers h and the exchange x of the request
 // to the API api (auxCheck.take). Off without Options.SkipTranscripts.
 func (p *Proxy) auxiliary(ctx context.Context, k prefixKey, id memory.Identity, mode memory.Mode, msgs []memory.Message, h http.Header, x *server.Exchange, api string) *auxCheck {
@@ -42,7 +44,7 @@ func (p *Proxy) auxiliary(ctx context.Context, k prefixKey, id memory.Identity, 
 		return c
 	}
 	if text, ok := onlyUserMessage(msgs); ok {
-		c.q = p.transcripts.check(ctx, k, text)
+		c.q = p.transcripts.check(ctx, k, text, p.resenders.resends(id.Tenant, id.User))
 	}
 	return c
 }

@@ -38,12 +38,27 @@ import (
 // exchange too, but its message goes on with the user's new words: it is
 // a turn, and stored — unless those words and its labels are
 // transcriptTailWords words or fewer (a bare "thanks" after the reply), a turn then
-// taken for a request about the chat and not stored. A transcript that
-// quotes the newest exchange and then the user's next message (Open
-// WebUI's search queries, asked before that message is answered: memgate
-// has not seen it yet), or that cuts the reply short of its closing words
-// (an app quoting a reply's first characters), is not matched either, and
-// is stored as before: the safe direction.
+// taken for a request about the chat and not stored.
+//
+// Other apps put their instructions after the transcript (LobeChat's
+// title, in Chinese in its older versions; Chatbox's, which also cuts each
+// message to its first 100 characters), or quote the newest exchange and
+// then the user's next message, not answered yet (Open WebUI's search and
+// retrieval queries). For a user seen resending their history
+// (Proxy.resenders: their app sends each chat's whole history, so a single
+// message is at most a new chat's first turn) a request is about the chat
+// too when it quotes the user's whole turn with the reply's opening right
+// after it (at most transcriptTailWords words between: a role label), the
+// reply whole or past its long opening (transcriptLongWords words), and
+// does not end with the word that introduced the reply: a pasted history
+// ends with that label ("AI:"), asking for the next reply. A user quoting
+// the exchange with words of their own between its two messages, or
+// quoting the reply's first sentence only, is not matched. A single
+// message that pastes the user's whole newest exchange, role labels at
+// most between its messages, and asks about it is taken for the app's
+// request when its user's app resends history (its first chat aside:
+// before a resend is seen, such requests are stored as before); so is a
+// pasted history that ends with the user's new message and no label.
 //
 // It keeps, per user, prints of the newest exchanges (a hash and a length
 // in words, never the text) for transcriptMaxAge, in an LRU of
@@ -81,6 +96,11 @@ const (
 	transcriptPairs = 4
 	// transcriptWords is the most words of a message's opening a print covers.
 	transcriptWords = 8
+	// transcriptLongWords is the most words of a reply's long opening: an
+	// app that cuts each message of its transcript (Chatbox, to 100
+	// characters) quotes this many of the reply's first words, more than
+	// a user quoting its first sentence back.
+	transcriptLongWords = 12
 	// transcriptMinWords is the fewest words a pair's two prints must cover
 	// together: a greeting and a one-word reply are found in any text, and
 	// a user may quote a short exchange back while asking on ("What is the
@@ -114,11 +134,14 @@ type quotePrint struct {
 	words int
 }
 
-// pairPrint is one exchange's prints: the opening of the user's turn, and
-// the opening and closing of the reply.
+// pairPrint is one exchange's prints: the opening and closing of the
+// user's turn, and the opening, long opening and closing of the reply.
 type pairPrint struct {
 	user, reply, end quotePrint
-	at               time.Time
+	// userEnd is the closing of the user's turn; long the reply's first
+	// transcriptLongWords words, across its lines.
+	userEnd, long quotePrint
+	at            time.Time
 }
 
 // userTurns is a user's newest exchanges, the newest last.
@@ -260,6 +283,19 @@ func opening(seed uint64, text string) quotePrint {
 	return p
 }
 
+// longOpening returns the print of text's first words, up to
+// transcriptLongWords, across its lines, seeded by seed.
+func longOpening(seed uint64, text string) quotePrint {
+	var p quotePrint
+	words(seed, text, func(w uint64) {
+		if p.words < transcriptLongWords {
+			p.hash = p.hash*wordBase + w
+			p.words++
+		}
+	})
+	return p
+}
+
 // closing returns the print of text's closing, its words seeded by seed:
 // its last words, up to transcriptWords, across its lines (a reply's last
 // line is often one or two words, "Enjoy!", that a user's new words may
@@ -280,18 +316,19 @@ func closing(seed uint64, text string) quotePrint {
 }
 
 // printVersion starts an encoded pairPrint; printLen is its length: the
-// version, each of its three prints' hash and word count, and its time in
-// Unix milliseconds.
+// version, each of its five prints' hash and word count, and its time in
+// Unix milliseconds. A print of another version (an older process's) is
+// skipped.
 const (
-	printVersion = 1
-	printLen     = 1 + 3*9 + 8
+	printVersion = 2
+	printLen     = 1 + 5*9 + 8
 )
 
 // encode returns p as the shared prints keep it.
 func (p pairPrint) encode() []byte {
 	b := make([]byte, 1, printLen)
 	b[0] = printVersion
-	for _, q := range []quotePrint{p.user, p.reply, p.end} {
+	for _, q := range []quotePrint{p.user, p.reply, p.end, p.userEnd, p.long} {
 		b = binary.BigEndian.AppendUint64(b, q.hash)
 		b = append(b, byte(q.words))
 	}
@@ -304,14 +341,14 @@ func decodePair(b []byte) (pairPrint, bool) {
 		return pairPrint{}, false
 	}
 	var p pairPrint
-	for i, q := range []*quotePrint{&p.user, &p.reply, &p.end} {
+	for i, q := range []*quotePrint{&p.user, &p.reply, &p.end, &p.userEnd, &p.long} {
 		at := 1 + 9*i
 		q.hash, q.words = binary.BigEndian.Uint64(b[at:]), int(b[at+8])
-		if q.words == 0 || q.words > transcriptWords {
+		if most := transcriptWords + (transcriptLongWords-transcriptWords)*(i/4); q.words == 0 || q.words > most {
 			return pairPrint{}, false
 		}
 	}
-	p.at = time.UnixMilli(int64(binary.BigEndian.Uint64(b[1+3*9:])))
+	p.at = time.UnixMilli(int64(binary.BigEndian.Uint64(b[1+5*9:])))
 	return p, true
 }
 
@@ -331,7 +368,8 @@ func (t *transcripts) remember(k prefixKey, turn []memory.Message, reply memory.
 		return pairPrint{}, false
 	}
 	seed := seedOf(k)
-	p := pairPrint{user: opening(seed, said), reply: opening(seed, reply.Content), end: closing(seed, reply.Content), at: t.now()}
+	p := pairPrint{user: opening(seed, said), reply: opening(seed, reply.Content), end: closing(seed, reply.Content),
+		userEnd: closing(seed, said), long: longOpening(seed, reply.Content), at: t.now()}
 	if p.user.words == 0 || p.reply.words == 0 || p.user.words+p.reply.words < transcriptMinWords {
 		return pairPrint{}, false
 	}
@@ -392,12 +430,11 @@ func (t *transcripts) own(k prefixKey, oldest time.Time) []pairPrint {
 	return pairs
 }
 
-// quotes reports whether text quotes, in order, the opening of the user's
-// turn and the opening and closing of its reply, of one of the user k's
-// exchanges kept, with at most transcriptTailWords words after the
-// closing: check's answer, waited for.
-func (t *transcripts) quotes(ctx context.Context, k prefixKey, text string) (bool, error) {
-	return t.check(ctx, k, text).wait()
+// quotes reports whether text is a request about one of the user k's
+// exchanges kept (wordSeq.quotes; resends: the user's app resends its
+// history): check's answer, waited for.
+func (t *transcripts) quotes(ctx context.Context, k prefixKey, text string, resends bool) (bool, error) {
+	return t.check(ctx, k, text, resends).wait()
 }
 
 // check starts quotes: it checks this process's prints at once and, when
@@ -406,15 +443,13 @@ func (t *transcripts) quotes(ctx context.Context, k prefixKey, text string) (boo
 // by ctx), so that the caller goes on meanwhile. The answer's err reports
 // a shared read that failed or was late, the answer then being this
 // process's prints' alone.
-func (t *transcripts) check(ctx context.Context, k prefixKey, text string) *quoteCheck {
-	// prefix[i] is the hash of the text's first i words.
-	prefix := []uint64{0}
-	words(seedOf(k), text, func(w uint64) { prefix = append(prefix, prefix[len(prefix)-1]*wordBase+w) })
-	if len(prefix)-1 < transcriptMinWords {
+func (t *transcripts) check(ctx context.Context, k prefixKey, text string, resends bool) *quoteCheck {
+	q := hashWords(seedOf(k), text)
+	if q.n() < transcriptMinWords {
 		return &quoteCheck{}
 	}
 	oldest := t.now().Add(-transcriptMaxAge)
-	if matches(prefix, t.own(k, oldest)) {
+	if q.matches(t.own(k, oldest), resends) {
 		return &quoteCheck{quotes: true}
 	}
 	if t.shared == nil {
@@ -436,7 +471,7 @@ func (t *transcripts) check(ctx context.Context, k prefixKey, text string) *quot
 				pairs = append(pairs, p)
 			}
 		}
-		c.quotes = matches(prefix, pairs)
+		c.quotes = q.matches(pairs, resends)
 	}()
 	return c
 }
@@ -472,45 +507,114 @@ func (c *quoteCheck) ready() bool {
 	}
 }
 
-// matches reports whether the text whose word-prefix hashes are prefix
-// quotes one of pairs (see quotes).
-func matches(prefix []uint64, pairs []pairPrint) bool {
-	if len(pairs) == 0 {
-		return false
+// wordSeq is a text's words, hashed: ws[i] is the hash of its word i,
+// prefix[i] that of its first i words in order; pow[n] is wordBase to
+// the n.
+type wordSeq struct {
+	ws, prefix []uint64
+	pow        [transcriptLongWords + 1]uint64
+}
+
+// hashWords returns the words of text, seeded by seed.
+func hashWords(seed uint64, text string) wordSeq {
+	q := wordSeq{prefix: []uint64{0}}
+	q.pow[0] = 1
+	for i := 1; i < len(q.pow); i++ {
+		q.pow[i] = q.pow[i-1] * wordBase
 	}
-	// pow[n] is wordBase to the n.
-	var pow [transcriptWords + 1]uint64
-	pow[0] = 1
-	for i := 1; i <= transcriptWords; i++ {
-		pow[i] = pow[i-1] * wordBase
-	}
-	// at returns where p first occurs at or after word from, or -1.
-	at := func(p quotePrint, from int) int {
-		for i := from; i+p.words < len(prefix); i++ {
-			if prefix[i+p.words]-prefix[i]*pow[p.words] == p.hash {
-				return i
-			}
+	words(seed, text, func(w uint64) {
+		q.ws = append(q.ws, w)
+		q.prefix = append(q.prefix, q.prefix[len(q.prefix)-1]*wordBase+w)
+	})
+	return q
+}
+
+// n is how many words the text holds.
+func (q wordSeq) n() int { return len(q.ws) }
+
+// is reports whether p occurs at word i.
+func (q wordSeq) is(p quotePrint, i int) bool {
+	return i >= 0 && i+p.words < len(q.prefix) && q.prefix[i+p.words]-q.prefix[i]*q.pow[p.words] == p.hash
+}
+
+// at returns where p first occurs at or after word from, or -1.
+func (q wordSeq) at(p quotePrint, from int) int {
+	for i := from; i+p.words < len(q.prefix); i++ {
+		if q.is(p, i) {
+			return i
 		}
-		return -1
 	}
-	n := len(prefix) - 1
+	return -1
+}
+
+// matches reports whether the text quotes one of pairs (see quotes).
+func (q wordSeq) matches(pairs []pairPrint, resends bool) bool {
 	for _, p := range pairs {
-		i := at(p.user, 0)
-		if i < 0 {
-			continue
-		}
-		j := at(p.reply, i+p.user.words)
-		if j < 0 {
-			continue
-		}
-		// The closing starts where the opening does or after it (a short
-		// reply's two prints are the same words) and ends the text but
-		// for transcriptTailWords words.
-		if k := at(p.end, max(j, n-p.end.words-transcriptTailWords)); k >= 0 {
+		if q.quotes(p, resends) {
 			return true
 		}
 	}
 	return false
+}
+
+// quotes reports whether the text is a request about the exchange p: it
+// quotes, in order, the opening of the user's turn and the opening of its
+// reply, and then either
+//
+//   - the reply's closing, ending there but for transcriptTailWords
+//     words (a closing label: Open WebUI's title, tags and follow-ups,
+//     LibreChat's title); or, when the user's app resends its history
+//     (resends),
+//   - the user's whole turn (its closing too), the reply's opening at most
+//     transcriptTailWords words after it (a role label or none), and the
+//     reply whole (its closing after its opening) or cut past its long
+//     opening (Chatbox quotes each message's first 100 characters), in a
+//     text that does not end with the word right before the reply's
+//     opening. Whatever follows is the app's: its instructions after the
+//     transcript (LobeChat's and Chatbox's titles), or the user's next
+//     message and a closing label (Open WebUI's search and retrieval
+//     queries, asked before that message is answered). A text ending with
+//     the word that introduced the reply (its role label, "AI:") asks for
+//     the next reply: a turn of an app pasting its history into each
+//     message. A user quoting the exchange back between words of their
+//     own ("I asked you …, and you answered …") puts more than
+//     transcriptTailWords words between the two, and one quoting the
+//     reply's first sentence quotes less than its long opening.
+//
+// The second form is the app's only when its user sends each chat's whole
+// history with every turn (Open WebUI, LobeChat, Chatbox do): a single
+// message is then a new chat's first turn at most, while a newest-only
+// client sends every turn as one, and its user pasting the exchange
+// and asking about it is writing a turn.
+func (q wordSeq) quotes(p pairPrint, resends bool) bool {
+	n := q.n()
+	i := q.at(p.user, 0)
+	if i < 0 {
+		return false
+	}
+	j := q.at(p.reply, i+p.user.words)
+	if j < 0 {
+		return false
+	}
+	// The closing starts where the opening does or after it (a short
+	// reply's two prints are the same words) and ends the text but for
+	// transcriptTailWords words.
+	if q.at(p.end, max(j, n-p.end.words-transcriptTailWords)) >= 0 {
+		return true
+	}
+	if !resends || j == 0 || q.ws[n-1] == q.ws[j-1] {
+		return false
+	}
+	// The user's turn ends at most transcriptTailWords words before the
+	// reply opens: the last place its closing occurs before the reply.
+	whole := false
+	for u := q.at(p.userEnd, i); u >= 0 && u+p.userEnd.words <= j; u = q.at(p.userEnd, u+1) {
+		whole = j-(u+p.userEnd.words) <= transcriptTailWords
+	}
+	if !whole {
+		return false
+	}
+	return q.at(p.end, j) >= 0 || q.is(p.long, j)
 }
 
 // onlyUserMessage returns the text of a request's only message that is not

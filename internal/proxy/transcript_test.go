@@ -35,13 +35,22 @@ func TestTranscriptsTellARequestAboutTheChat(t *testing.T) {
 		age  time.Duration
 		text string
 		want bool
+		// resending: told only for a user seen resending their history.
+		resending bool
 	}{
 		{name: "open webui title", text: "### Task:\nGenerate a concise, 3-5 word title.\n<chat_history>\nUSER: " + said + "\nASSISTANT: " + reply + "\n</chat_history>", want: true},
 		{name: "librechat quoted and escaped", text: "Please generate a title.\n||>User:\n\"" + said + "\"\n||>Response:\n\"" + jsonQuoted(reply) + "\"\n\n||>Title:", want: true},
 		{name: "escaped, the reply's trailing newline too", text: "||>User:\n" + jsonQuoted(said) + "\n||>Response:\n" + jsonQuoted(reply+"\n") + "\n\n||>Title:", want: true},
 		{name: "other case and punctuation", text: "Summarise: user said «i AM planning a trip — to kyoto in april»; you answered GREAT CHOICE, april is cherry blossom season ... PACK LAYERS!", want: true},
 		{name: "two words after the reply", text: "USER: " + said + "\nASSISTANT: " + reply + "\n\nShort title:", want: true},
-		{name: "three words after the reply", text: "USER: " + said + "\nASSISTANT: " + reply + "\n\nTitle in English:", want: false},
+		// Instructions after the transcript (LobeChat, Chatbox): the
+		// user's whole turn, its reply right after it, then words that
+		// open no new turn of the transcript.
+		{name: "instructions after the reply", resending: true, text: "USER: " + said + "\nASSISTANT: " + reply + "\n\nTitle in English:", want: true},
+		{name: "lobechat title", resending: true, text: "user: " + said + "\nassistant: " + reply + "\n\nPlease summarize the above conversation into a title within 5 words, without punctuation. Output language locale: en-US", want: true},
+		{name: "older lobechat title, in Chinese", resending: true, text: "user: " + said + "\nassistant: " + reply + "\n\n请总结上述对话为10个字以内的标题，不需要包含标点符号，输出语言语种为：zh-CN", want: true},
+		{name: "chatbox title, the reply whole", resending: true, text: chatboxTitle(said, reply), want: true},
+		{name: "a custom template, reworded", resending: true, text: "Conversation:\n> " + said + "\n> " + reply + "\n\nWrite three hashtags for it, lowercase, comma separated.", want: true},
 		// The boundary: with a pasted history's labels, a one-word new
 		// input is three words after the reply, a turn; a bare word or two
 		// after the reply, no label, is taken for a label (not stored).
@@ -49,7 +58,22 @@ func TestTranscriptsTellARequestAboutTheChat(t *testing.T) {
 		{name: "two bare words after the reply", text: "Human: " + said + "\nAI: " + reply + "\nthanks mate", want: true},
 		{name: "pasted history, two new words", text: "Human: " + said + "\nAI: " + reply + "\nHuman: Thanks, great\nAI:", want: false},
 		{name: "pasted history with the user's new input", text: "Current conversation:\nHuman: " + said + "\nAI: " + reply + "\nHuman: And what about the weather there?\nAI:", want: false},
-		{name: "the user's next message after the exchange", text: "### Task:\nGenerate search queries.\n<chat_history>\nUSER: " + said + "\nASSISTANT: " + reply + "\nUSER: My budget is two thousand euros.\n</chat_history>", want: false},
+		// Open WebUI's search and retrieval queries, asked before the
+		// user's next message is answered: the transcript goes on with
+		// that message, in the role the quoted turn had, and ends with a
+		// label that asks for no reply.
+		{name: "the user's next message after the exchange", resending: true, text: "### Task:\nGenerate search queries.\n<chat_history>\nUSER: " + said + "\nASSISTANT: " + reply + "\nUSER: My budget is two thousand euros.\n</chat_history>", want: true},
+		{name: "open webui queries, an earlier exchange first", resending: true, text: owuiQueries("USER: Hello there, I need some travel advice today.\nASSISTANT: Of course! Where would you like to go?\nUSER: " + said + "\nASSISTANT: " + reply + "\nUSER: Which temples should I see first?"), want: true},
+		{name: "the next message, a pasted history asking for a reply", text: "History:\nUser: " + said + "\nAssistant: " + reply + "\nUser: Which temples should I see first?\nAssistant:", want: false},
+		// The limit of the rule: a history pasted with the user's new
+		// message last and no reply label after it is not told from
+		// Open WebUI's queries with their closing tag edited out.
+		{name: "the next message, no closing label", resending: true, text: "USER: " + said + "\nASSISTANT: " + reply + "\nUSER: Which temples should I see first?", want: true},
+		// Real turns that quote the exchange.
+		{name: "the user's own words between the roles", text: "I asked you: " + said + "\nand you answered me: " + reply + "\nCan you summarize that in one line?", want: false},
+		{name: "a pasted history whose new input has its own label", text: "Human: " + said + "\nAI: " + reply + "\n\nNew question: which temples first?\nAI:", want: false},
+		{name: "the reply's first sentence quoted", text: "I wrote: " + said + "\nYou: Great choice! April is cherry blossom season.\nWhy is April better than May?", want: false},
+		{name: "a title for an essay", text: "Give me a title for my essay about planning a trip to Kyoto in April and cherry blossom season.", want: false},
 		{name: "the reply cut short", text: "Please generate a title.\n||>User:\n" + jsonQuoted(said) + "\n||>Response:\n" + jsonQuoted(reply[:50]+"...") + "\n\n||>Title:", want: false},
 		{name: "the reply's closing before its opening", text: "USER: " + said + "\nPack layers.\nASSISTANT: Great choice! April is cherry blossom season.", want: false},
 		{name: "user words only", text: "Earlier I wrote: I am planning a trip to Kyoto in April. Make it May.", want: false},
@@ -71,6 +95,9 @@ func TestTranscriptsTellARequestAboutTheChat(t *testing.T) {
 			if got := tr.has(k, c.text); got != c.want {
 				t.Errorf("quotes = %v, want %v", got, c.want)
 			}
+			if got, want := tr.hasNewestOnly(k, c.text), c.want && !c.resending; got != want {
+				t.Errorf("of a user never seen resending: quotes = %v, want %v", got, want)
+			}
 		})
 	}
 
@@ -84,6 +111,42 @@ func TestTranscriptsTellARequestAboutTheChat(t *testing.T) {
 		}
 		if tr.has(k, "Human: "+said+"\nAI: "+enjoy+"\nHuman: I will, enjoy\nAI:") {
 			t.Error("a pasted history whose new input ends with the reply's last line matched")
+		}
+	})
+	t.Run("chatbox title, the messages cut to 100 characters", func(t *testing.T) {
+		tr := newTranscripts(func() time.Time { return now }, nil, 0)
+		k := transcriptKey("t", "ana")
+		long := "Great choice! April is cherry blossom season, and Kyoto is at its busiest then, so book your hotel early.\n\n" +
+			"Pack layers: mornings are cool and afternoons warm.\nEnjoy the trip!"
+		tr.remember(k, []memory.Message{{Role: "user", Content: said}}, memory.Message{Role: "assistant", Content: long})
+		if !tr.has(k, chatboxTitle(said, long)) {
+			t.Error("Chatbox's title request did not match")
+		}
+		if tr.hasNewestOnly(k, chatboxTitle(said, long)) {
+			t.Error("Chatbox's title request matched for a user never seen resending")
+		}
+		// A user quoting the reply's first sentence, labels and all, is
+		// not an app quoting its first hundred characters.
+		if tr.has(k, "Me: "+said+"\nYou: Great choice! April is cherry blossom season.\nBut is it crowded?") {
+			t.Error("the reply's first sentence quoted back matched")
+		}
+	})
+	t.Run("chinese turns", func(t *testing.T) {
+		tr := newTranscripts(func() time.Time { return now }, nil, 0)
+		k := transcriptKey("t", "ana")
+		zhSaid, zhReply := "我四月要去京都旅行，应该带什么？", "好选择！四月是樱花季节，早晚比较凉。\n\n记得带一件外套。"
+		tr.remember(k, []memory.Message{{Role: "user", Content: zhSaid}}, memory.Message{Role: "assistant", Content: zhReply})
+		if !tr.has(k, "user: "+zhSaid+"\nassistant: "+zhReply+"\n\n请总结上述对话为10个字以内的标题，不需要包含标点符号，输出语言语种为：zh-CN") {
+			t.Error("LobeChat's Chinese title request did not match")
+		}
+		for _, turn := range []string{
+			"你刚才说“好选择！四月是樱花季节”，可是三月去怎么样？",
+			"我问了：“" + zhSaid + "”然后你回答说：“" + zhReply + "”请帮我再简短一点。",
+			"我四月要去京都旅行，应该带什么？另外预算两万日元够吗？",
+		} {
+			if tr.has(k, turn) {
+				t.Errorf("a Chinese turn matched: %q", turn)
+			}
 		}
 	})
 	t.Run("words of a script without spaces", func(t *testing.T) {
@@ -143,6 +206,24 @@ func TestTranscriptsTellARequestAboutTheChat(t *testing.T) {
 			t.Error("a failed reply's exchange matched")
 		}
 	})
+}
+
+// chatboxTitle is Chatbox's title request (src/renderer/packages/prompts.ts
+// nameConversation) over one exchange: each message cut to its first 100
+// characters, the instructions before and after the transcript.
+func chatboxTitle(said, reply string) string {
+	cut := func(s string) string { return string([]rune(s)[:min(100, len([]rune(s)))]) }
+	return "Based on the chat history, give this conversation a name.\nKeep it short - 10 words max, no quotes.\nUse English.\n" +
+		"Just provide the name, nothing else.\n\nHere's the conversation:\n\n```\n" + cut(said) + "\n\n---------\n\n" + cut(reply) +
+		"\n```\n\nName this conversation in 10 characters or less.\nUse English.\nOnly give the name, nothing else.\n\nThe name is:"
+}
+
+// owuiQueries is Open WebUI's default query-generation request
+// (DEFAULT_QUERY_GENERATION_PROMPT_TEMPLATE, cut) over a transcript.
+func owuiQueries(transcript string) string {
+	return "### Task:\nAnalyze the chat history to determine the necessity of generating search queries, in the given language.\n" +
+		"### Output:\nStrictly return in JSON format: \n{\n  \"queries\": [\"query1\", \"query2\"]\n}\n\n" +
+		"### Chat History:\n<chat_history>\n" + transcript + "\n</chat_history>\n"
 }
 
 // TestOnlyUserMessage: a request's only message, system ones aside, when it
@@ -280,9 +361,16 @@ func TestPastedHistoryTurnsAreStored(t *testing.T) {
 	}
 }
 
-// has is quotes without shared prints.
+// has is quotes without shared prints, for a user seen resending their
+// history.
 func (t *transcripts) has(k prefixKey, text string) bool {
-	ok, _ := t.quotes(context.Background(), k, text)
+	ok, _ := t.quotes(context.Background(), k, text, true)
+	return ok
+}
+
+// hasNewestOnly is has for a user never seen resending their history.
+func (t *transcripts) hasNewestOnly(k prefixKey, text string) bool {
+	ok, _ := t.quotes(context.Background(), k, text, false)
 	return ok
 }
 
@@ -347,35 +435,40 @@ func TestTranscriptsShareTheirPrints(t *testing.T) {
 	if !ok {
 		t.Fatal("the exchange was not kept")
 	}
-	if got, ok := decodePair(p.encode()); !ok || got.user != p.user || got.reply != p.reply || got.end != p.end || !got.at.Equal(p.at) {
+	if got, ok := decodePair(p.encode()); !ok || got.user != p.user || got.reply != p.reply || got.end != p.end ||
+		got.userEnd != p.userEnd || got.long != p.long || !got.at.Equal(p.at) {
 		t.Fatalf("encoded and decoded: %+v, %v; want %+v", got, ok, p)
 	}
 	if err := a.share(ctx, ana, p); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := b.quotes(ctx, ana, title); !got || err != nil {
+	if got, err := b.quotes(ctx, ana, title, false); !got || err != nil {
 		t.Errorf("the other process: quotes = %v, %v; want true", got, err)
 	}
-	if got, _ := b.quotes(ctx, transcriptKey("t", "bob"), title); got {
+	after := "user: " + said + "\nassistant: " + reply + "\n\nSummarize the above conversation into a title."
+	if got, err := b.quotes(ctx, ana, after, true); !got || err != nil {
+		t.Errorf("the other process, instructions after the transcript: quotes = %v, %v; want true", got, err)
+	}
+	if got, _ := b.quotes(ctx, transcriptKey("t", "bob"), title, false); got {
 		t.Error("another user's request matched the shared prints")
 	}
 	reads := store.reads
-	if got, _ := b.quotes(ctx, ana, "Kyoto in April, cherry blossom season?"); got || store.reads != reads {
+	if got, _ := b.quotes(ctx, ana, "Kyoto in April, cherry blossom season?", false); got || store.reads != reads {
 		t.Errorf("a request too short to quote a pair: quotes %v, shared reads %d, want none", got, store.reads-reads)
 	}
-	if got, _ := a.quotes(ctx, ana, title); !got || store.reads != reads {
+	if got, _ := a.quotes(ctx, ana, title, false); !got || store.reads != reads {
 		t.Errorf("a request its own prints match: quotes %v, shared reads %d, want none", got, store.reads-reads)
 	}
 	later := newTranscripts(func() time.Time { return now.Add(transcriptMaxAge + time.Second) }, store, time.Second)
-	if got, _ := later.quotes(ctx, ana, title); got {
+	if got, _ := later.quotes(ctx, ana, title, false); got {
 		t.Error("a shared print older than transcriptMaxAge matched")
 	}
 
 	store.err = errors.New("redis down")
-	if got, err := b.quotes(ctx, ana, title); got || err == nil {
+	if got, err := b.quotes(ctx, ana, title, false); got || err == nil {
 		t.Errorf("with the store down, a process without the prints: quotes = %v, %v; want false and the error", got, err)
 	}
-	if got, err := a.quotes(ctx, ana, title); !got || err != nil {
+	if got, err := a.quotes(ctx, ana, title, false); !got || err != nil {
 		t.Errorf("with the store down, the process with the prints: quotes = %v, %v; want true", got, err)
 	}
 	store.err = nil
@@ -384,7 +477,7 @@ func TestTranscriptsShareTheirPrints(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.lru.Remove(ana) // a's own, which its Forget drops (the erasure's notice)
-	if got, _ := a.quotes(ctx, ana, title); got {
+	if got, _ := a.quotes(ctx, ana, title, false); got {
 		t.Error("forgotten prints still matched")
 	}
 }
