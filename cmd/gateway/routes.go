@@ -30,11 +30,12 @@ import (
 // management API's answer counts them).
 var _ admin.QueueEraser = (*engine.Engine)(nil)
 
-// The Redis prints are the ones the proxy's processes share; the proxy
-// forgets an erased user's (openMemory).
+// The Redis prints and resenders are the ones the proxy's processes
+// share; the proxy forgets an erased user's (openMemory).
 var (
-	_ proxy.PrintStore = (*redis.Prints)(nil)
-	_ cache.Forgetter  = (*proxy.Proxy)(nil)
+	_ proxy.PrintStore    = (*redis.Prints)(nil)
+	_ proxy.ResenderStore = (*redis.Resenders)(nil)
+	_ cache.Forgetter     = (*proxy.Proxy)(nil)
 )
 
 // maxLimitedClients bounds the clients the failed-key limiter remembers.
@@ -64,9 +65,11 @@ type gatewayHTTP struct {
 // newHTTP wires the HTTP side over eng: the server (whose metrics, the Go
 // and process collectors and eng's, reg holds and /metrics serves), the
 // proxy forwarding /v1, the management API, MCP and the web inspector.
-// prints are the prints of exchanges the gateway processes share (nil:
-// each process's own; see openPrints).
-func newHTTP(cfg config.Config, eng *engine.Engine, prints *redis.Prints, tr *tracing.Tracing, reg *prometheus.Registry, logger *slog.Logger) (*gatewayHTTP, error) {
+// rdb is the process's client of the Redis beside PostgreSQL (openRedis;
+// nil: none), through which the gateway processes share the prints of
+// exchanges (openPrints) and the users seen resending their history
+// (redis.Resenders); without it each process keeps its own.
+func newHTTP(cfg config.Config, eng *engine.Engine, rdb *redis.Client, tr *tracing.Tracing, reg *prometheus.Registry, logger *slog.Logger) (*gatewayHTTP, error) {
 	for _, c := range append([]prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}, eng.Collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register metrics: %w", err)
@@ -103,8 +106,12 @@ func newHTTP(cfg config.Config, eng *engine.Engine, prints *redis.Prints, tr *tr
 	}
 	up, br := cfg.Upstream, cfg.Upstream.Breaker
 	var shared proxy.PrintStore // nil, not a nil *redis.Prints
-	if prints != nil {
+	if prints := openPrints(cfg, rdb); prints != nil {
 		shared = prints
+	}
+	var resenders proxy.ResenderStore // likewise
+	if rdb != nil {
+		resenders = redis.NewResenders(rdb, cfg.Store.RedisPrefix)
 	}
 	p, err := proxy.New(proxy.Options{
 		Upstream: proxy.Upstream{BaseURL: up.BaseURL, APIKey: up.APIKey, ConnectTimeout: up.ConnectTimeout.D(), FirstByteTimeout: up.FirstByteTimeout.D(),
@@ -128,7 +135,7 @@ func newHTTP(cfg config.Config, eng *engine.Engine, prints *redis.Prints, tr *tr
 		// and conversations stay their creator's this long.
 		StateRetention: sec.ProviderStateRetention.D(),
 	}, proxy.Deps{Resolver: resolver, Preparer: tr.Preparer(rec.Wrap(eng)), Capturer: tr.Capturer(eng), Router: eng, States: eng,
-		Browser: chatGuard, Limiter: limiter, Cache: rec, Prints: shared}, logger, reg)
+		Browser: chatGuard, Limiter: limiter, Cache: rec, Prints: shared, Resenders: resenders}, logger, reg)
 	if err != nil {
 		return nil, err
 	}

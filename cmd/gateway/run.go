@@ -149,7 +149,7 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 	reg.MustRegister(counter.Collectors()...)
 	eng := engine.New(engine.Options{Workers: cfg.Capture.Worker, Registerer: reg}, logger)
 	// One Redis client serves the store's queues and erasure notices and
-	// the proxy's shared prints. Closed last: the erasures the engine
+	// the proxy's shared prints and resenders. Closed last: the erasures the engine
 	// serves or notices reach the shared prints until the engine is
 	// closed, and a store the engine opens again borrows it again.
 	rdb, err := openRedis(cfg)
@@ -159,7 +159,7 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 	if rdb != nil {
 		defer rdb.Close()
 	}
-	g, err := newHTTP(cfg, eng, openPrints(cfg, rdb), tr, reg, logger)
+	g, err := newHTTP(cfg, eng, rdb, tr, reg, logger)
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}

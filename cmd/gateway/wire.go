@@ -187,7 +187,8 @@ func openStore(ctx context.Context, cfg config.Config, rdb *redis.Client, logger
 // openRedis returns the client of the Redis beside PostgreSQL
 // (store.redis_url) that a serving process's Redis users share: the
 // capture and enrichment queues and the erasure notices (openStore), and
-// the prints of users' newest exchanges (openPrints); nil without one.
+// the prints of users' newest exchanges (openPrints) and the users seen
+// resending their history (newHTTP); nil without one.
 // It does not connect until first used. The caller closes it once, after
 // all of them.
 func openRedis(cfg config.Config) (*redis.Client, error) {

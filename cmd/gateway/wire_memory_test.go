@@ -113,7 +113,7 @@ func startGatewayWith(t testing.TB, cfg config.Config, tr *tracing.Tracing) *tes
 		t.Cleanup(func() { _ = rdb.Close() })
 	}
 	eng := engine.New(engine.Options{}, slog.New(slog.DiscardHandler))
-	srv, err := newHTTP(cfg, eng, openPrints(cfg, rdb), tr, prometheus.NewRegistry(), logger)
+	srv, err := newHTTP(cfg, eng, rdb, tr, prometheus.NewRegistry(), logger)
 	if err != nil {
 		t.Fatal(err)
 	}

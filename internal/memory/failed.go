@@ -83,6 +83,13 @@ const (
 	// checked for one about the chat (X-Memory-Auxiliary) against this
 	// process's own prints only.
 	DegradedTranscripts = "transcripts"
+	// DegradedNewChat: whether the user was seen resending their history
+	// by another gateway process (the signal they share through Redis)
+	// did not load: a request that landed in the default conversation
+	// without earlier turns was taken for a turn of it, with its recent
+	// turns and summary, as a newest-only client's is (see
+	// Request.NewChat); a new chat's first turn got them too.
+	DegradedNewChat = "newchat"
 	// DegradedAll: preparing the prompt failed as a whole; the client's
 	// messages went upstream unchanged.
 	DegradedAll = "all"

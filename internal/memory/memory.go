@@ -5,6 +5,7 @@
 package memory
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -465,6 +466,16 @@ type Request struct {
 	// summary and kept blocks are then neither loaded nor sent; what any
 	// new chat gets (pinned facts, facts, recall) is.
 	NewChat bool
+	// AskNewChat, when set and NewChat is false, asks what the proxy
+	// could not tell on its own (the user not seen resending by its
+	// process): whether another gateway process saw the user resend
+	// their history (the signal they share, one read), the request then
+	// being a new chat's first turn after all. Prepare asks it beside its
+	// loads, only when it loads the conversation's stored turns or
+	// summary, and leaves them out when it answers true; an error, or no
+	// answer by the loads' deadline, leaves the request a turn of the
+	// conversation (Prepared.Degraded names DegradedNewChat).
+	AskNewChat func(ctx context.Context) (bool, error)
 	// NoTools is true when the request declares no tools (Chat Completions:
 	// no tools nor functions; Anthropic Messages and Responses: no tools).
 	// Stored turns are then replayed without their tool calls and tool

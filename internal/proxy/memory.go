@@ -110,14 +110,19 @@ func (p *Proxy) conversationFor(ctx context.Context, id memory.Identity, msgs []
 // newChat reports whether a request naming no conversation that went to
 // conv is a new chat's first turn (memory.Request.NewChat): it landed in
 // the default conversation and its user was seen resending their
-// history. A request going elsewhere resent its history, which is
-// recorded for the user's next.
-func (p *Proxy) newChat(id memory.Identity, conv string) bool {
+// history by this process; when this process cannot tell and the
+// processes share the signal, it returns the question Prepare asks of
+// theirs beside its loads (memory.Request.AskNewChat). A request going
+// elsewhere resent its history, which is recorded for the user's next.
+func (p *Proxy) newChat(id memory.Identity, conv string) (bool, func(context.Context) (bool, error)) {
 	if conv != memory.DefaultConversation {
 		p.resenders.seen(id.Tenant, id.User)
-		return false
+		return false, nil
 	}
-	return p.resenders.resends(id.Tenant, id.User)
+	if p.resenders.resends(id.Tenant, id.User) {
+		return true, nil
+	}
+	return false, p.resenders.ask(id.Tenant, id.User)
 }
 
 // prepareResult is one Prepare call's outcome.
@@ -276,7 +281,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 				routed = p.conversationFor(r.Context(), id, req.Messages, cut)
 				id.Conversation, mreq.Revisions = routed.Conversation, routed.Revisions
 				mreq.Identity, mreq.Root = id, routed.Root
-				mreq.NewChat = p.newChat(id, routed.Conversation)
+				mreq.NewChat, mreq.AskNewChat = p.newChat(id, routed.Conversation)
 			}
 			if injects {
 				req.SetCacheBreakpoints(breakpoints)

@@ -34,6 +34,10 @@ type metrics struct {
 	// prints counts the reads, writes and deletions of the prints the
 	// gateway processes share that failed or were late, by op.
 	prints *prometheus.CounterVec
+	// resenders counts the writes and deletions of the users seen
+	// resending their history that the gateway processes share that
+	// failed or were late, by op (a failed read is degraded "newchat").
+	resenders *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -42,7 +46,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "memgate_upstream_breaker_state", Help: "Circuit breaker state per upstream host and model, the most open of its tenants' breakers: 0 closed, 1 half-open, 2 open.",
 		}, []string{"host", "model"}),
 		degraded: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "memgate_memory_degraded_total", Help: "Memory-on chat requests that went upstream without a part of memory, by the part left out (failed or late): history, summary, facts, recall, embedding (recall fell back to full text), store (not connected), all, capture (the request resent more history than one request stores: its older messages went unstored), or transcripts (the prints of the user's newest exchanges shared through Redis did not load: the request was checked for one about the chat against this process's own).",
+			Name: "memgate_memory_degraded_total", Help: "Memory-on chat requests that went upstream without a part of memory, by the part left out (failed or late): history, summary, facts, recall, embedding (recall fell back to full text), store (not connected), all, capture (the request resent more history than one request stores: its older messages went unstored), transcripts (the prints of the user's newest exchanges shared through Redis did not load: the request was checked for one about the chat against this process's own), or newchat (whether another process saw the user resend their history, shared through Redis, did not load: a request landed in the default conversation without earlier turns got its recent turns and summary, as a newest-only client's does).",
 		}, []string{"part"}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "memgate_upstream_retries_total", Help: "Upstream attempts retried (could not connect, or 502, 503, 504 before the body).",
@@ -71,6 +75,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		prints: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_auxiliary_prints_failed_total", Help: "Reads (read: the request was checked against this process's own prints only), writes (write: other processes will not tell the exchange's requests about the chat) and erasures (forget) of the prints of users' newest exchanges that the gateway processes share through Redis, that failed or were late.",
 		}, []string{"op"}),
+		resenders: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "memgate_newchat_signal_failed_total", Help: "Writes (write: other processes will not take the user's new chats for new chats until one sees them resend) and erasures (forget: the signal expires on its own) of the users seen resending their history that the gateway processes share through Redis, that failed or were late. A failed read is memgate_memory_degraded_total{part=\"newchat\"}.",
+		}, []string{"op"}),
 		prepare: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "memgate_memory_load_seconds", Help: "Time to load a memory-on chat request's memory and assemble its prompt.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .15, .2, .25, .3, .4, .5, 1, 2.5},
@@ -78,7 +85,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	// Every part is exported from the start, at 0.
 	for _, part := range []string{memory.DegradedHistory, memory.DegradedSummary, memory.DegradedFacts,
-		memory.DegradedRecall, memory.DegradedEmbedding, memory.DegradedStore, memory.DegradedAll, memory.DegradedCapture, memory.DegradedTranscripts} {
+		memory.DegradedRecall, memory.DegradedEmbedding, memory.DegradedStore, memory.DegradedAll, memory.DegradedCapture, memory.DegradedTranscripts, memory.DegradedNewChat} {
 		m.degraded.WithLabelValues(part)
 	}
 	for _, api := range []string{"chat", "messages", "responses"} {
@@ -87,7 +94,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, op := range []string{printsRead, printsWrite, printsForget} {
 		m.prints.WithLabelValues(op)
 	}
-	for _, c := range []prometheus.Collector{m.breaker, m.degraded, m.retries, m.captureDr, m.tokensSent, m.tokensSaved, m.prepare, m.prefixRepeated, m.providerCached, m.states, m.auxiliary, m.prints} {
+	for _, op := range []string{printsWrite, printsForget} {
+		m.resenders.WithLabelValues(op)
+	}
+	for _, c := range []prometheus.Collector{m.breaker, m.degraded, m.retries, m.captureDr, m.tokensSent, m.tokensSaved, m.prepare, m.prefixRepeated, m.providerCached, m.states, m.auxiliary, m.prints, m.resenders} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -61,6 +61,12 @@ type Deps struct {
 	// process's own.
 	Prints PrintStore
 
+	// Resenders, when set, are the users seen resending their history
+	// that the gateway processes share (Redis), so that a new chat's
+	// first turn is told on any of them (see resenders); nil: each
+	// process's own.
+	Resenders ResenderStore
+
 	// Cache, when set, counts per tenant the prompt tokens that repeat the
 	// previous request's prefix and those the provider reported reading
 	// from its cache.
@@ -120,8 +126,12 @@ func New(opts Options, deps Deps, logger *slog.Logger, reg prometheus.Registerer
 	if err != nil {
 		return nil, fmt.Errorf("register proxy metrics: %w", err)
 	}
-	p := &Proxy{opts: opts, deps: deps, log: logger, m: m, prefix: newPrefixes(), resenders: newResenders(), transport: upstream.NewTransport(opts.Upstream.transport()),
+	p := &Proxy{opts: opts, deps: deps, log: logger, m: m, prefix: newPrefixes(), transport: upstream.NewTransport(opts.Upstream.transport()),
 		chat: chatAPI(openai), messages: messagesAPI(claude), responses: responsesAPI(openai)}
+	p.resenders = newResenders(deps.Resenders, forgetTimeout, time.Now, func(err error) {
+		m.resenders.WithLabelValues(printsWrite).Inc()
+		logger.Debug("a user seen resending their history not shared", "error", err.Error())
+	})
 	if opts.SkipTranscripts {
 		p.transcripts = newTranscripts(time.Now, deps.Prints, cmp.Or(opts.PrintsTimeout, printsTimeout))
 	}
@@ -199,9 +209,13 @@ func (p *Proxy) edge(route echo.MiddlewareFunc, a *api, jsonBody bool) []echo.Mi
 }
 
 // Wait waits for the captures of streams that already ended to reach the
-// Capturer; call it after the server stopped and before closing the
-// Capturer.
-func (p *Proxy) Wait() { p.captures.Wait() }
+// Capturer, and for the shared writes of users seen resending their
+// history under way; call it after the server stopped and before closing
+// the Capturer.
+func (p *Proxy) Wait() {
+	p.captures.Wait()
+	p.resenders.wait()
+}
 
 // CloseIdleConnections closes the pooled upstream connections.
 func (p *Proxy) CloseIdleConnections() { p.transport.CloseIdleConnections() }
@@ -209,11 +223,15 @@ func (p *Proxy) CloseIdleConnections() { p.transport.CloseIdleConnections() }
 // Forget drops the prints of the user of tenant kept to tell their
 // requests about a chat (see transcripts), this process's and the shared
 // ones (within a short bound; a failure is counted and logged), and
-// whether they were seen resending their history (resenders): the user
-// was erased, or one of their conversations deleted. Proxy is so a
-// cache.Forgetter the erasures reach.
+// whether they were seen resending their history (resenders), this
+// process's and the shared signal (likewise): the user was erased, or one
+// of their conversations deleted. Proxy is so a cache.Forgetter the
+// erasures reach, on every process.
 func (p *Proxy) Forget(tenant, user string) {
-	p.resenders.forget(tenant, user)
+	if err := p.resenders.forget(context.Background(), tenant, user); err != nil {
+		p.m.resenders.WithLabelValues(printsForget).Inc()
+		p.log.Warn("the shared signal that an erased user resends their history was not deleted; it expires on its own", "within", resenderMaxAge.String(), "error", err.Error())
+	}
 	if p.transcripts == nil {
 		return
 	}
@@ -227,7 +245,7 @@ func (p *Proxy) Forget(tenant, user string) {
 // resending their history (erasures may have been missed); the shared
 // prints, which the erasing process deleted, stay.
 func (p *Proxy) Clear() {
-	p.resenders.lru.Purge()
+	p.resenders.clear()
 	if p.transcripts != nil {
 		p.transcripts.lru.Purge()
 	}

@@ -50,6 +50,11 @@ type loaded struct {
 // load-latency metric's labels and, failing, memory.Degraded* values.
 const partHistory = "history"
 
+// partNewChat names, among the parts load runs, the question whether the
+// request is a new chat's first turn after all (memory.Request.AskNewChat);
+// failing, it is memory.DegradedNewChat.
+const partNewChat = memory.DegradedNewChat
+
 // partResult is one part's outcome.
 type partResult struct {
 	part    string
@@ -65,13 +70,15 @@ type partResult struct {
 	facts   []memory.Fact
 	current []memory.Fact
 	rec     memory.Recalled
+	// newChat: AskNewChat's answer.
+	newChat bool
 }
 
 // load fetches, concurrently, the conversation's summary and stored history
 // (for a client that sends only its newest turn, unless req.NoRecent;
-// neither for req.NewChat), the
-// user's pinned facts,
-// and recall (facts ranked for the query and recalled passages).
+// neither for req.NewChat, nor used when req.AskNewChat, asked beside
+// them from the start, answers true), the user's pinned facts, and
+// recall (facts ranked for the query and recalled passages).
 //
 // Each part is dropped on its own: one that fails, or is not back by its
 // deadline, is left out and named in degraded, and the others are used.
@@ -91,6 +98,33 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 	conv := req.Conversation != "" && !req.NewChat
 	earlier, _ := memory.SplitCurrent(rest)
 	storeDL, recallDL := a.deadlines(start)
+	results := make(chan partResult, 5)
+	pending := map[string]bool{}
+	run := func(part string, deadline time.Time, f func(ctx context.Context, r *partResult) error) {
+		pending[part] = true
+		go func() {
+			pctx, cancel := context.WithDeadline(ctx, deadline)
+			defer cancel()
+			r := partResult{part: part}
+			pctx, span := telemetry.Start(pctx, "memory.load."+part)
+			r.err = f(pctx, &r)
+			telemetry.End(span, r.err)
+			r.took = time.Since(start)
+			results <- r
+		}()
+	}
+	summaries := conv && a.deps.Summaries != nil
+	recent := conv && !fullHistory && !req.NoRecent && a.opts.RecentMessages > 0
+	if (summaries || recent) && req.AskNewChat != nil {
+		// Whether the request is a new chat's first turn after all (the
+		// signal the gateway processes share), asked from the start,
+		// beside the revisions' read and the parts, never after them.
+		run(partNewChat, storeDL, func(ctx context.Context, r *partResult) error {
+			var err error
+			r.newChat, err = req.AskNewChat(ctx)
+			return err
+		})
+	}
 	// The user's revision counters, read once before the parts run (by
 	// routing, for a request it placed: req.Revisions): every part's reads
 	// are current as of them (a cache keeps what it read under them).
@@ -114,22 +148,7 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 			hr.start()
 		}
 	}
-	results := make(chan partResult, 4)
-	pending := map[string]bool{}
-	run := func(part string, deadline time.Time, f func(ctx context.Context, r *partResult) error) {
-		pending[part] = true
-		go func() {
-			pctx, cancel := context.WithDeadline(ctx, deadline)
-			defer cancel()
-			r := partResult{part: part}
-			pctx, span := telemetry.Start(pctx, "memory.load."+part)
-			r.err = f(pctx, &r)
-			telemetry.End(span, r.err)
-			r.took = time.Since(start)
-			results <- r
-		}()
-	}
-	if conv && a.deps.Summaries != nil {
+	if summaries {
 		run(partSummary, storeDL, func(ctx context.Context, r *partResult) error {
 			s, err := a.deps.Summaries.LatestSummary(ctx, rev, req.Identity)
 			if errors.Is(err, memory.ErrNotFound) {
@@ -156,7 +175,7 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 			return nil
 		})
 	}
-	if conv && !fullHistory && !req.NoRecent && a.opts.RecentMessages > 0 {
+	if recent {
 		run(partHistory, storeDL, func(ctx context.Context, r *partResult) error {
 			msgs, err := a.deps.History.Recent(ctx, rev, req.Identity, a.opts.RecentMessages)
 			r.stored = msgs
@@ -241,11 +260,16 @@ wait:
 		}
 		return r, true
 	}
-	if r, ok := part(partSummary); ok {
-		ld.summary, ld.summaryEdited, ld.unsaid = r.summary, r.edited, r.unsaid
-	}
-	if r, ok := part(partHistory); ok {
-		ld.stored, ld.resent = continuation(r.stored, rest, req.ReplaysThinking)
+	// A new chat's first turn after all gets nothing of the conversation
+	// it landed in (as req.NewChat): what loaded of it goes unused, what
+	// did not is not missed.
+	if r, ok := part(partNewChat); !ok || !r.newChat {
+		if r, ok := part(partSummary); ok {
+			ld.summary, ld.summaryEdited, ld.unsaid = r.summary, r.edited, r.unsaid
+		}
+		if r, ok := part(partHistory); ok {
+			ld.stored, ld.resent = continuation(r.stored, rest, req.ReplaysThinking)
+		}
 	}
 	recalled := false
 	if r, ok := part(partRecall); ok {

@@ -18,7 +18,7 @@ var loadBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .15, .2, .25,
 func newLoadMetrics() *loadMetrics {
 	return &loadMetrics{seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "memgate_memory_part_load_seconds",
-		Help:    "Time from the start of loading a request's memory until each part was back, by part: history, summary, facts, recall (which includes the query embedding).",
+		Help:    "Time from the start of loading a request's memory until each part was back, by part: history, summary, facts, recall (which includes the query embedding), newchat (whether another gateway process saw the user resend their history, read from Redis).",
 		Buckets: loadBuckets,
 	}, []string{"part"})}
 }
