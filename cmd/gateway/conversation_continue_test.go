@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -149,60 +148,6 @@ func TestTrailingInstructionIsNoTurn(t *testing.T) {
 			}
 			c.goesOn(x, 3, 4, ack)
 			assertConversation(t, g, user, x, c.said()...)
-			assertConversations(t, g, user, map[string]int{x: len(c.history)})
-		})
-	}
-}
-
-// TestRegeneratedFirstReplyLeavesNoCopy: a headerless full-history client
-// regenerates its chat's first reply twice (the first request sent
-// again, each landing in default), then goes on with the last one. The
-// chat ends as one conversation holding each message once, the replaced
-// first replies with their requests kept superseded there, as any
-// regenerated reply is, and nothing in default — on both stores.
-func TestRegeneratedFirstReplyLeavesNoCopy(t *testing.T) {
-	var mu sync.Mutex
-	takes := map[string]int{} // how often each message was answered
-	answer := func(s string) string {
-		mu.Lock()
-		defer mu.Unlock()
-		takes[s]++
-		return fmt.Sprintf("take %d: ack: %s", takes[s], s)
-	}
-	latest := func(s string) string { // the latest answer to s
-		mu.Lock()
-		defer mu.Unlock()
-		return fmt.Sprintf("take %d: ack: %s", takes[s], s)
-	}
-	up := upstreamtest.New(t, answeringUpstream(answer))
-	for name, mk := range storeConfigs(t, up) {
-		t.Run(name, func(t *testing.T) {
-			g := startGateway(t, mk(t))
-			user := "regen-" + strings.ReplaceAll(name, "+", "-")
-			c := &windowChat{t: t, url: g.URL, user: user, keep: 100}
-			if conv := c.say("tell me a joke on "+name, latest); conv != memory.DefaultConversation {
-				t.Fatalf("first turn in %q, want default", conv)
-			}
-			for i := range 2 {
-				c.history = c.history[:1] // the reply regenerated
-				sent := append([]map[string]any{{"role": "system", "content": "You are a helpful companion."}}, c.history...)
-				if conv := bodyUserChat(t, g.URL, user, i == 0, sent); conv != memory.DefaultConversation {
-					t.Fatalf("regeneration %d in %q, want default", i+1, conv)
-				}
-				c.history = append(c.history, map[string]any{"role": "assistant", "content": latest("tell me a joke on " + name)})
-			}
-			x := c.say("another one", latest)
-			if x == memory.DefaultConversation {
-				t.Fatal("second turn in default")
-			}
-			c.goesOn(x, 3, 4, latest)
-			id := memory.Identity{Tenant: memory.DefaultTenant, User: user, Conversation: x}
-			waitStored(t, g, id, len(c.history))
-			live, superseded := liveAndSuperseded(t, g, id)
-			if strings.Join(live, "\n") != strings.Join(c.said(), "\n") || superseded != 4 {
-				t.Fatalf("%s holds (%d superseded, want the 2 replaced first exchanges):\n%s\nwant:\n%s",
-					x, superseded, strings.Join(live, "\n"), strings.Join(c.said(), "\n"))
-			}
 			assertConversations(t, g, user, map[string]int{x: len(c.history)})
 		})
 	}

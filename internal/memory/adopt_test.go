@@ -60,42 +60,6 @@ func TestAdoptable(t *testing.T) {
 	}
 }
 
-// TestRegenerated: an exchange in default asking what the adopted run's
-// first exchange asks, right before it, is its regeneration; one asking
-// otherwise, of another length, not ending with a reply, or with
-// anything stored between the two, is not.
-func TestRegenerated(t *testing.T) {
-	m := func(key string, seq int64, role, content string) Message {
-		return Message{Key: key, Seq: seq, Role: role, Content: content}
-	}
-	run := []Message{m("ex-3:0", 5, "user", "Hi"), m("ex-3:1", 6, "assistant", "Hello again"), m("ex-4:0", 7, "user", "Bye")}
-	p := func(ms ...Message) []Message { return ms }
-	for _, tt := range []struct {
-		name  string
-		older []Message
-		run   []Message
-		want  int
-	}{
-		{"right before", p(m("ex-2:0", 3, "user", "Hi"), m("ex-2:1", 4, "assistant", "Hello"), run[0]), run, 2},
-		{"the same reply again", p(m("ex-2:0", 3, "user", "Hi"), m("ex-2:1", 4, "assistant", "Hello again"), run[0]), run, 2},
-		{"another request", p(m("ex-2:0", 3, "user", "Hey"), m("ex-2:1", 4, "assistant", "Hello"), run[0]), run, 0},
-		{"something between", p(m("ex-2:0", 2, "user", "Hi"), m("ex-2:1", 3, "assistant", "Hello"), m("ex-x:0", 4, "user", "Noon?")), run, 0},
-		{"a message between, the run's seq after it", p(m("ex-2:0", 2, "user", "Hi"), m("ex-2:1", 3, "assistant", "Hello"), run[1]), run, 0},
-		{"a longer exchange", p(m("ex-2:0", 2, "user", "Hi"), m("ex-2:1", 3, "assistant", "calling"), m("ex-2:2", 4, "tool", "x"), run[0]), run, 0},
-		{"no reply", p(m("ex-2:0", 3, "user", "Hi"), m("ex-2:1", 4, "user", "Hello"), run[0]), run, 0},
-		{"the run's first exchange no reply", p(m("ex-2:0", 3, "user", "Hi"), m("ex-2:1", 4, "assistant", "Hello"), m("ex-3:0", 5, "user", "Hi")),
-			p(m("ex-3:0", 5, "user", "Hi"), m("ex-3:1", 6, "tool", "x")), 0},
-		{"nothing after it", p(m("ex-2:0", 3, "user", "Hi"), m("ex-2:1", 4, "assistant", "Hello")), run, 0},
-		{"nothing adopted", p(m("ex-2:0", 3, "user", "Hi"), m("ex-2:1", 4, "assistant", "Hello"), run[0]), nil, 0},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := Regenerated(tt.older, tt.run); got != tt.want {
-				t.Fatalf("Regenerated = %d, want %d", got, tt.want)
-			}
-		})
-	}
-}
-
 // TestCandidateOf: a save records a first turn with its Candidate, and a
 // continuation that started a branch of its chat (its first message at
 // Seq 1) with its Root; nothing for a save that stored nothing, nor for

@@ -185,44 +185,6 @@ func Adoptable(stored, prior []Message) int {
 	return whole
 }
 
-// Regenerated returns how many messages of older (the live messages of
-// the user's DefaultConversation from the first message of an exchange
-// recorded with a candidate, in Seq order) are a regeneration of the
-// first exchange of run (the exchanges a continuation adopts, from its
-// first): the same request sent again, its reply replaced — a whole
-// exchange of as many messages, equal to it but for its reply, an
-// assistant's, which is run's first exchange's last message too, and
-// followed right away by run's first message (nothing stored between
-// the two). It is 0 otherwise. A continuation adopts such exchanges
-// along with run, superseded, as a regeneration leaves the reply it
-// replaced in its conversation. What is stored cannot tell it from
-// another chat opening with the same request right before: that one's
-// continuation stores it again, from its resent history.
-func Regenerated(older, run []Message) int {
-	k := exchangeLen(run)
-	if k == 0 || run[k-1].Role != "assistant" || len(older) <= k || exchangeLen(older) != k ||
-		older[k-1].Role != "assistant" || older[k].Seq != run[0].Seq {
-		return 0
-	}
-	for i := range k - 1 {
-		if older[i].Fingerprint() != run[i].Fingerprint() {
-			return 0
-		}
-	}
-	return k
-}
-
-// exchangeLen returns how many of msgs' first messages belong to the
-// exchange of its first (by their Key: ExchangeOf).
-func exchangeLen(msgs []Message) int {
-	for i, m := range msgs {
-		if ExchangeOf(m.Key) != ExchangeOf(msgs[0].Key) {
-			return i
-		}
-	}
-	return len(msgs)
-}
-
 // StartsWith reports whether msgs begins with want, by Fingerprint.
 func StartsWith(msgs, want []Message) bool {
 	if len(want) == 0 || len(msgs) < len(want) {

@@ -28,11 +28,8 @@ type AdoptTx interface {
 	// Move moves run, live messages of from, into to, renumbered 1..n
 	// with their keys, exchange records and recall items, drops their
 	// candidate records and from when nothing is left in it, and moves
-	// the fact sources. Its first superseded messages (regenerated
-	// exchanges: memory.Regenerated) are moved superseded: off to's live
-	// branch and its count, their recall items deleted, as a save
-	// superseding them does.
-	Move(ctx context.Context, from, to memory.Identity, run []memory.Message, superseded int) error
+	// the fact sources.
+	Move(ctx context.Context, from, to memory.Identity, run []memory.Message) error
 }
 
 // Adopt moves into conversation to, when it holds no message yet, the
@@ -41,9 +38,7 @@ type AdoptTx interface {
 // to branched from: memory.Exchange.Root) that the resent history prior
 // starts with
 // (memory.Adoptable; the newest recorded exchange whose run matches wins),
-// with the exchanges right before that run that regenerated its first
-// reply (memory.Regenerated), superseded, and returns how many messages
-// moved (0 when nothing matched). Exchanges
+// and returns how many messages moved (0 when nothing matched). Exchanges
 // a summary of the default conversation covers stay. Nothing moves into a
 // conversation deleted at or after received, when the continuation was
 // received (memory.Exchange.Received; zero: no deletion stops it, as none
@@ -103,56 +98,16 @@ func adopt(ctx context.Context, tx AdoptTx, to memory.Identity, candidate string
 	if err != nil {
 		return 0, err
 	}
-	for i, start := range starts {
+	for _, start := range starts {
 		stored, err := tx.Live(ctx, from, start, len(prior)+2) // Adoptable's
 		if err != nil {
 			return 0, fmt.Errorf("load candidate: %w", err)
 		}
 		if n := memory.Adoptable(stored, prior); n > 0 {
-			run, superseded, err := withRegenerated(ctx, tx, from, starts[i+1:], stored[:n])
-			if err != nil {
-				return 0, err
-			}
-			return len(run), tx.Move(ctx, from, to, run, superseded)
+			return n, tx.Move(ctx, from, to, stored[:n])
 		}
 	}
 	return 0, nil
-}
-
-// MovedSeqs returns the seqs in to of the first n messages a Move moves
-// (it numbers them from 1): those of its regenerated exchanges when n is
-// its superseded count.
-func MovedSeqs(n int) []int64 {
-	seqs := make([]int64, n)
-	for i := range seqs {
-		seqs[i] = int64(i + 1)
-	}
-	return seqs
-}
-
-// withRegenerated returns run (the exchanges a continuation adopts) with
-// the exchanges before it, among those starting at older (recorded with
-// the same candidate, newest first), that regenerated its first reply
-// one after the other (memory.Regenerated), oldest first, and how many
-// messages it put before run.
-func withRegenerated(ctx context.Context, tx AdoptTx, from memory.Identity, older []int64, run []memory.Message) ([]memory.Message, int, error) {
-	first := 1 // the length of run's first exchange: a regeneration's
-	for first < len(run) && memory.ExchangeOf(run[first].Key) == memory.ExchangeOf(run[0].Key) {
-		first++
-	}
-	superseded := 0
-	for _, start := range older {
-		stored, err := tx.Live(ctx, from, start, first+1)
-		if err != nil {
-			return nil, 0, fmt.Errorf("load candidate: %w", err)
-		}
-		k := memory.Regenerated(stored, run)
-		if k == 0 {
-			break
-		}
-		run, superseded = append(stored[:k:k], run...), superseded+k
-	}
-	return run, superseded, nil
 }
 
 // Continued reports whether the conversation ex.Candidate, or one of the

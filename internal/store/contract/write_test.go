@@ -173,7 +173,6 @@ type fakeAdopt struct {
 	live   []memory.Message
 	starts []int64
 	moved  []memory.Message
-	old    int    // how many of moved's first Move was to supersede
 	asked  string // the candidate Candidates was asked for
 }
 
@@ -191,8 +190,8 @@ func (f *fakeAdopt) Live(_ context.Context, _ memory.Identity, seq int64, n int)
 	i := slices.IndexFunc(f.live, func(m memory.Message) bool { return m.Seq >= seq })
 	return f.live[i:min(len(f.live), i+n)], nil
 }
-func (f *fakeAdopt) Move(_ context.Context, _, _ memory.Identity, run []memory.Message, superseded int) error {
-	f.moved, f.old = run, superseded
+func (f *fakeAdopt) Move(_ context.Context, _, _ memory.Identity, run []memory.Message) error {
+	f.moved = run
 	return nil
 }
 
@@ -212,7 +211,7 @@ func TestAdoptMovesTheNewestMatchingRun(t *testing.T) {
 			func(fn func(AdoptTx) error) error { txErr = fn(f); return txErr })
 	}
 	n, err := adopt(to, msg("user", "hi"), msg("assistant", "hello"), msg("user", "next"))
-	if err != nil || n != 2 || len(f.moved) != 2 || f.moved[0].Seq != 3 || f.old != 0 || txErr != nil || f.asked != to.Conversation {
+	if err != nil || n != 2 || len(f.moved) != 2 || f.moved[0].Seq != 3 || txErr != nil || f.asked != to.Conversation {
 		t.Fatalf("Adopt = %d, %v; moved %+v, transaction %v, candidates of %q", n, err, f.moved, txErr, f.asked)
 	}
 	// A branch of a derived conversation adopts what was recorded with it.

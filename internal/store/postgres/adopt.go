@@ -100,26 +100,20 @@ func (a adoptTx) Live(ctx context.Context, from memory.Identity, seq int64, n in
 	return liveFrom(ctx, a.tx, from, seq, n)
 }
 
-func (a adoptTx) Move(ctx context.Context, from, to memory.Identity, run []memory.Message, superseded int) error {
+func (a adoptTx) Move(ctx context.Context, from, to memory.Identity, run []memory.Message) error {
 	keys := make([]string, len(run))
 	for i, m := range run {
 		keys[i] = m.Key
 	}
 	b := &pgx.Batch{}
-	// Regenerated exchanges (the first superseded) leave the live branch,
-	// and recall with it.
 	b.Queue(`
-		UPDATE messages m SET conversation = $4, seq = k.n,
-			superseded_at = CASE WHEN k.n <= $6 THEN clock_timestamp() ELSE m.superseded_at END
+		UPDATE messages m SET conversation = $4, seq = k.n
 		FROM unnest($5::text[]) WITH ORDINALITY AS k(key, n)
 		WHERE m.tenant = $1 AND m.user_id = $2 AND m.conversation = $3 AND m.key = k.key`,
-		from.Tenant, from.User, from.Conversation, to.Conversation, keys, superseded)
-	b.Queue(`DELETE FROM memory_items
-		WHERE tenant = $1 AND user_id = $2 AND kind = 'message' AND source = ANY($3)`,
-		to.Tenant, to.User, keys[:superseded])
+		from.Tenant, from.User, from.Conversation, to.Conversation, keys)
 	b.Queue(`UPDATE memory_items SET conversation = $3
 		WHERE tenant = $1 AND user_id = $2 AND kind = 'message' AND source = ANY($4)`,
-		to.Tenant, to.User, to.Conversation, keys[superseded:])
+		to.Tenant, to.User, to.Conversation, keys)
 	b.Queue(`DELETE FROM conversation_candidates
 		WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND first_key = ANY($4)`,
 		from.Tenant, from.User, from.Conversation, keys)
@@ -132,12 +126,6 @@ func (a adoptTx) Move(ctx context.Context, from, to memory.Identity, run []memor
 		AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.tenant = $1 AND m.user_id = $2 AND m.conversation = $3)`,
 		from.Tenant, from.User, from.Conversation)
 	b.Queue(adoptFactSourcesSQL, from.Tenant, from.User, from.Conversation, to.Conversation)
-	if superseded > 0 {
-		// The facts only the regenerated exchanges stated go, as after a
-		// save superseding them (its lock, then its statement).
-		b.Queue(factLockSQL, to.Tenant, to.User)
-		b.Queue(retractFactsSQL, to.Tenant, to.User, to.Conversation, contract.MovedSeqs(superseded), 0)
-	}
 	if err := a.tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("move messages: %w", unavailable(err))
 	}

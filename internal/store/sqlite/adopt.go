@@ -98,27 +98,21 @@ func (a adoptTx) Live(ctx context.Context, from memory.Identity, seq int64, n in
 	return liveFrom(ctx, a.tx, from, seq, n)
 }
 
-func (a adoptTx) Move(ctx context.Context, from, to memory.Identity, run []memory.Message, superseded int) error {
+func (a adoptTx) Move(ctx context.Context, from, to memory.Identity, run []memory.Message) error {
 	keys, exchanges := make([]string, len(run)), make([]string, len(run))
 	for i, m := range run {
 		keys[i], exchanges[i] = m.Key, memory.ExchangeOf(m.Key)
 	}
 	// ?1 tenant, ?2 user, ?3 from, ?4 to, ?5 the keys in run's order, ?6
-	// their exchanges, ?7 now, ?8 len(run), ?9 the time of run's last,
-	// ?10 how many of run's first are moved superseded.
+	// their exchanges, ?7 now, ?8 len(run), ?9 the time of run's last.
 	args := []any{from.Tenant, from.User, from.Conversation, to.Conversation,
-		jsonArray(keys), jsonArray(exchanges), nanos(time.Now()), len(run), nanos(run[len(run)-1].CreatedAt), superseded}
+		jsonArray(keys), jsonArray(exchanges), nanos(time.Now()), len(run), nanos(run[len(run)-1].CreatedAt)}
 	const fromGone = `NOT EXISTS (SELECT 1 FROM conversations WHERE tenant = ?1 AND user_id = ?2 AND id = ?3)`
 	for _, q := range []struct{ what, sql string }{
 		{"create conversation", `INSERT INTO conversations (tenant, user_id, id, created_at, updated_at)
 			VALUES (?1, ?2, ?4, ?7, ?7) ON CONFLICT DO NOTHING`},
 		{"move messages", `UPDATE messages SET conversation = ?4, seq = k.key + 1 FROM json_each(?5) AS k
 			WHERE messages.tenant = ?1 AND messages.user_id = ?2 AND messages.conversation = ?3 AND messages.key = k.value`},
-		// Regenerated exchanges leave the live branch, and recall with it.
-		{"supersede regenerated", `UPDATE messages SET superseded_at = ?7
-			WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?4 AND seq <= ?10`},
-		{"drop items of regenerated", `DELETE FROM memory_items
-			WHERE tenant = ?1 AND user_id = ?2 AND kind = 'message' AND source IN (SELECT value FROM json_each(?5) WHERE key < ?10)`},
 		{"move items", `UPDATE memory_items SET conversation = ?4
 			WHERE tenant = ?1 AND user_id = ?2 AND kind = 'message' AND source IN (SELECT value FROM json_each(?5))`},
 		{"drop candidates", `DELETE FROM conversation_candidates
@@ -126,7 +120,7 @@ func (a adoptTx) Move(ctx context.Context, from, to memory.Identity, run []memor
 		{"move exchanges", `UPDATE exchanges SET conversation = ?4
 			WHERE tenant = ?1 AND user_id = ?2 AND conversation = ?3 AND id IN (SELECT value FROM json_each(?6))`},
 		{"update conversations", `UPDATE conversations
-			SET message_count = message_count + CASE id WHEN ?3 THEN -?8 ELSE ?8 - ?10 END, updated_at = MAX(updated_at, ?9)
+			SET message_count = message_count + CASE id WHEN ?3 THEN -?8 ELSE ?8 END, updated_at = MAX(updated_at, ?9)
 			WHERE tenant = ?1 AND user_id = ?2 AND id IN (?3, ?4)`},
 		// A default conversation that held nothing but the chat's first
 		// turns goes with them.
@@ -148,9 +142,7 @@ func (a adoptTx) Move(ctx context.Context, from, to memory.Identity, run []memor
 			return fmt.Errorf("%s: %w", q.what, err)
 		}
 	}
-	// The facts only the regenerated exchanges stated go, as after a
-	// save superseding them.
-	return retractFacts(ctx, a.tx, to, contract.MovedSeqs(superseded), 0)
+	return nil
 }
 
 // Continued reports whether ex was stored already in its candidate

@@ -3,7 +3,6 @@ package storetest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -53,8 +52,6 @@ func RunAdopt(t *testing.T, open func(t *testing.T) AdoptStore) {
 		{"LateIndexFollowsTheMove", testAdoptLateIndex},
 		{"IndexBacklogFollowsTheMove", testAdoptIndexBacklog},
 		{"FactSourcesFollowTheMove", testAdoptMovesFactSources},
-		{"RegeneratedFirstRepliesMoveSuperseded", testAdoptRegenerated},
-		{"OnlyRegenerationsRightBefore", testAdoptRegeneratedRightBefore},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -139,125 +136,6 @@ func testAdoptMoves(t *testing.T, s AdoptStore) {
 	}
 	if got := mustSearchText(t, s, memory.ItemQuery{Tenant: "acme", User: "ana", Conversation: memory.DefaultConversation, Text: "Ana", Limit: 5}); len(got) != 0 {
 		t.Fatalf("the moved message's item still in default: %+v", got)
-	}
-}
-
-// regeneratedFirstTurns stores, in user's default conversation, the
-// chat's first turn (firstTurn) answered again with each of replies, as a
-// client regenerating its first reply sends it (the same request again,
-// recorded with the same candidate), seconds 2, 3, … It returns the
-// exchanges, the first turn's first.
-func regeneratedFirstTurns(t *testing.T, s AdoptStore, user string, replies ...string) []memory.Exchange {
-	t.Helper()
-	out := []memory.Exchange{firstTurn(t, s, user)}
-	for i, r := range replies {
-		ex := exchange(out[0].Identity, fmt.Sprintf("ex-again-%d-%s", i, user), 2+i, nil, []memory.Message{msg(t, "user", "Hi, I am Ana.")}, msg(t, "assistant", r))
-		ex.Candidate = adoptTo
-		mustSave(t, s, ex)
-		out = append(out, ex)
-	}
-	return out
-}
-
-// supersededIn returns the superseded messages of id as "role:content".
-func supersededIn(t *testing.T, s AdoptStore, id memory.Identity) []string {
-	t.Helper()
-	b, ok := s.(interface {
-		Branches(ctx context.Context, id memory.Identity) ([]memory.Branch, error)
-	})
-	if !ok {
-		t.Fatal("the store lists no superseded messages (Branches)")
-	}
-	bs, err := b.Branches(testCtx(t), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, br := range bs {
-		for _, m := range br.Messages {
-			out = append(out, m.Role+":"+m.Content)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// testAdoptRegenerated: a chat whose first reply was regenerated twice
-// (three exchanges asking the same, one after the other, in default)
-// adopts the one its history resends, and takes the two before it along,
-// superseded, as a regeneration in the chat's conversation leaves the
-// replaced reply: default keeps nothing of the chat (it goes when it
-// held nothing else), the conversation's live messages are the chat's,
-// once, and a redelivered capture of a regenerated exchange is a
-// duplicate; a fact only a replaced exchange stated is retracted, one
-// the adopted exchange stated too stays. Another user's identical chat
-// is untouched.
-func testAdoptRegenerated(t *testing.T, s AdoptStore) {
-	exs := regeneratedFirstTurns(t, s, "ana", "Hi Ana.", "Welcome, Ana!")
-	regeneratedFirstTurns(t, s, "bob", "Hi Ana.", "Welcome, Ana!")
-	stated := func(key, value, source string) {
-		f := fact("acme", "ana", memory.FactProfile, key, value, 1)
-		f.Source, f.Conversation = source, memory.DefaultConversation
-		mustUpsertFact(t, s, f, 0)
-	}
-	stated("name", "Ana", memory.Key(exs[0].ID, 0))
-	stated("name", "Ana", memory.Key(exs[2].ID, 0))
-	stated("greeting", "Hi Ana", memory.Key(exs[1].ID, 1))
-	next := continuation(t, "ana")
-	next.Prior[1] = msg(t, "assistant", "Welcome, Ana!")
-	mustAdopt(t, s, next.Identity, next.Prior, 6)
-	if res := mustSave(t, s, next); res.Inserted != 2 || res.Superseded != 0 {
-		t.Fatalf("continuation saved %+v, want its turn and reply only", res)
-	}
-	conv, msgs := mustConversation(t, s, next.Identity)
-	assertContents(t, "derived conversation", msgs, []string{"user:Hi, I am Ana.", "assistant:Welcome, Ana!", "user:I live in Lisbon.", "assistant:Nice city."})
-	assertLiveOrder(t, next.Identity, conv, msgs)
-	if conv.MessageCount != 4 {
-		t.Fatalf("derived conversation counts %d messages, want its 4 live ones", conv.MessageCount)
-	}
-	if got, want := supersededIn(t, s, next.Identity), []string{"assistant:Hello Ana!", "assistant:Hi Ana.", "user:Hi, I am Ana.", "user:Hi, I am Ana."}; !slices.Equal(got, want) {
-		t.Fatalf("derived conversation's superseded messages %q, want %q", got, want)
-	}
-	fs, err := s.Facts(testCtx(t), "acme", "ana", baseTime.Add(time.Hour), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(fs) != 1 || fs[0].Key != "name" {
-		t.Fatalf("facts after the adoption %+v, want the name alone (the replaced reply's retracted)", fs)
-	}
-	assertNotFound(t, s, exs[0].Identity)
-	for _, ex := range exs[:2] {
-		if res := mustSave(t, s, ex); !res.Duplicate {
-			t.Fatalf("redelivered regenerated exchange saved %+v, want Duplicate", res)
-		}
-	}
-	if msgs := mustRecent(t, s, exs[0].Identity, 10); len(msgs) != 0 {
-		t.Fatalf("default holds %q after the redeliveries, want nothing", contents(msgs))
-	}
-	bob := memory.Identity{Tenant: "acme", User: "bob", Conversation: memory.DefaultConversation}
-	if _, msgs := mustConversation(t, s, bob); len(msgs) != 6 {
-		t.Fatalf("bob's default holds %q, want his 3 exchanges", contents(msgs))
-	}
-}
-
-// testAdoptRegeneratedRightBefore: an exchange asking what the adopted
-// one asks is taken along only when nothing else lies between them in
-// default (it is the same request again, regenerated): one the user's
-// newest-only client's turn follows stays, and so does that turn.
-func testAdoptRegeneratedRightBefore(t *testing.T, s AdoptStore) {
-	first := firstTurn(t, s, "ana")
-	def := first.Identity
-	mustSave(t, s, exchange(def, "ex-other", 2, nil, []memory.Message{msg(t, "user", "What time is it?")}, msg(t, "assistant", "Noon.")))
-	again := exchange(def, "ex-again", 3, nil, []memory.Message{msg(t, "user", "Hi, I am Ana.")}, msg(t, "assistant", "Welcome, Ana!"))
-	again.Candidate = adoptTo
-	mustSave(t, s, again)
-	next := continuation(t, "ana")
-	next.Prior[1] = msg(t, "assistant", "Welcome, Ana!")
-	mustAdopt(t, s, next.Identity, next.Prior, 2)
-	_, dmsgs := mustConversation(t, s, def)
-	assertContents(t, "default conversation", dmsgs, []string{"user:Hi, I am Ana.", "assistant:Hello Ana!", "user:What time is it?", "assistant:Noon."})
-	if got := supersededIn(t, s, next.Identity); len(got) != 0 {
-		t.Fatalf("derived conversation's superseded messages %q, want none", got)
 	}
 }
 
