@@ -139,38 +139,47 @@ func TestWindowedChatsOpeningAlikeStayApart(t *testing.T) {
 }
 
 // TestTrimmingClientKeepsOneCopy: a model's reply often opens or closes
-// with line breaks, and chat apps keep and resend it trimmed. A headerless
-// client resending its whole history (its first turn then taken over from
-// default) or its last 4 messages (its chat found by the reply it
-// resends) stays one conversation, holding each message once, the
-// replies as memgate relayed them, none superseded by its trimmed resend
-// — on both stores, streamed and not.
+// with line breaks, or opens with its reasoning in a <think> block (a
+// reasoning model behind an OpenAI-compatible server), and chat apps keep
+// and resend it trimmed, without the block. A headerless client resending
+// its whole history (its first turn then taken over from default) or its
+// last 4 messages (its chat found by the reply it resends) stays one
+// conversation, holding each message once, the replies as memgate
+// relayed them, none superseded by its trimmed resend — on both stores,
+// streamed and not.
 func TestTrimmingClientKeepsOneCopy(t *testing.T) {
-	padded := func(s string) string { return "\n\nack: " + s + "\n" }
-	up := upstreamtest.New(t, answeringUpstream(padded))
-	for name, mk := range storeConfigs(t, up) {
-		t.Run(name, func(t *testing.T) {
-			g := startGateway(t, mk(t))
-			for _, keep := range []int{100, 4} {
-				t.Run(fmt.Sprint("last", keep), func(t *testing.T) {
-					user := fmt.Sprintf("trim%d-%s", keep, strings.ReplaceAll(name, "+", "-"))
-					c := &windowChat{t: t, url: g.URL, user: user, keep: keep}
-					trimmed := func(s string) string { return strings.TrimSpace(padded(s)) }
-					c.say("my name is Ada", trimmed)
-					x := c.say("I keep bees", trimmed)
-					if x == memory.DefaultConversation {
-						t.Fatal("second turn in default")
-					}
-					c.goesOn(x, 3, 6, trimmed)
-					want := c.said()
-					for i := 1; i < len(want); i += 2 {
-						want[i] = "assistant: " + padded(strings.TrimPrefix(c.said()[i-1], "user: "))
-					}
-					assertConversation(t, g, user, x, want...)
-					assertConversations(t, g, user, map[string]int{x: len(c.history)})
-				})
-			}
-		})
+	ack := func(s string) string { return "ack: " + s }
+	for _, tc := range []struct {
+		name            string
+		relayed, resent func(string) string
+	}{
+		{"trim", func(s string) string { return "\n\nack: " + s + "\n" }, ack},
+		{"think", func(s string) string { return "<think>\nThe user says " + s + ".\n</think>\n\nack: " + s }, func(s string) string { return "ack: " + s }},
+	} {
+		up := upstreamtest.New(t, answeringUpstream(tc.relayed))
+		for name, mk := range storeConfigs(t, up) {
+			t.Run(tc.name+"-"+name, func(t *testing.T) {
+				g := startGateway(t, mk(t))
+				for _, keep := range []int{100, 4} {
+					t.Run(fmt.Sprint("last", keep), func(t *testing.T) {
+						user := fmt.Sprintf("%s%d-%s", tc.name, keep, strings.ReplaceAll(name, "+", "-"))
+						c := &windowChat{t: t, url: g.URL, user: user, keep: keep}
+						c.say("my name is Ada", tc.resent)
+						x := c.say("I keep bees", tc.resent)
+						if x == memory.DefaultConversation {
+							t.Fatal("second turn in default")
+						}
+						c.goesOn(x, 3, 6, tc.resent)
+						want := c.said()
+						for i := 1; i < len(want); i += 2 {
+							want[i] = "assistant: " + tc.relayed(strings.TrimPrefix(c.said()[i-1], "user: "))
+						}
+						assertConversation(t, g, user, x, want...)
+						assertConversations(t, g, user, map[string]int{x: len(c.history)})
+					})
+				}
+			})
+		}
 	}
 }
 

@@ -359,19 +359,46 @@ func (m Message) Fingerprint() string { return m.Role + "\x00" + m.ComparedConte
 
 // replyTrim is the white space around a reply that clients drop: ASCII
 // only, so that PostgreSQL's btrim computes the same reply digest
-// (migrations/postgres/0034_reply_prints.sql).
+// (migrations/postgres/0035_reply_reasoning.sql).
 const replyTrim = " \t\n\r\v\f"
+
+// The tags of the reasoning block a reasoning model's reply opens with,
+// as an OpenAI-compatible server relays it in the content (DeepSeek-R1,
+// QwQ and many local models), which chat apps show apart and resend
+// without.
+const (
+	thinkOpen  = "<think>"
+	thinkClose = "</think>"
+)
 
 // ComparedContent is m's text as a resent history is compared with what
 // memgate stored: an assistant's reply without the white space around it
 // (a model's reply often opens or closes with line breaks, which chat
-// apps trim before they keep and resend it), anything else as it is. The
-// stored text keeps its white space; only the comparison ignores it.
+// apps trim before they keep and resend it) and without the reasoning
+// block it opens with, if any (answerText), anything else as it is. The
+// stored text keeps both; only the comparison ignores them. PostgreSQL's
+// memgate_reply_text computes the same text (for the digest of a reply
+// its save-turn function stores): change both together.
 func (m Message) ComparedContent() string {
 	if m.Role == "assistant" {
-		return strings.Trim(m.Content, replyTrim)
+		return answerText(m.Content)
 	}
 	return m.Content
+}
+
+// answerText returns a reply's text s without the ASCII white space around it
+// and, when it then opens with a well-formed reasoning block
+// ("<think>", up to the first "</think>"), without that block and the
+// white space after it. A block elsewhere, a second one, or one never
+// closed is part of the answer.
+func answerText(s string) string {
+	s = strings.Trim(s, replyTrim)
+	if rest, ok := strings.CutPrefix(s, thinkOpen); ok {
+		if _, after, ok := strings.Cut(rest, thinkClose); ok {
+			return strings.TrimLeft(after, replyTrim)
+		}
+	}
+	return s
 }
 
 // Key returns the idempotency key of the i-th message stored for exchange id.

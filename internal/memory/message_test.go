@@ -250,3 +250,44 @@ func TestRepliesCompareWithoutTheWhiteSpaceAround(t *testing.T) {
 		})
 	}
 }
+
+// TestRepliesCompareWithoutALeadingReasoningBlock: a reply that opens
+// with a model's reasoning in a <think>…</think> block (DeepSeek-R1, QwQ,
+// local models behind OpenAI-compatible servers) is resent by chat apps
+// without it: that is the same turn, with the same print, as the reply
+// memgate stored. Only one leading, well-formed block counts: any other
+// difference, a block elsewhere or unclosed, or a user's message, still
+// tells the two apart.
+func TestRepliesCompareWithoutALeadingReasoningBlock(t *testing.T) {
+	reply := func(s string) Message { return Message{Role: "assistant", Content: s} }
+	for _, tt := range []struct {
+		name     string
+		stored   Message
+		resent   Message
+		sameTurn bool
+	}{
+		{"block stripped", reply("<think>\nThe user greets me.\n</think>\n\nHi there."), reply("Hi there."), true},
+		{"block and white space around", reply("\n<think>hmm</think> \t\nHi there.\n"), reply("Hi there."), true},
+		{"block resent as stored", reply("<think>hmm</think>\n\nHi"), reply("<think>hmm</think>\n\nHi"), true},
+		{"empty block", reply("<think></think>\n\nHi"), reply("Hi"), true},
+		{"another block, the same answer", reply("<think>a</think>Hi"), reply("<think>b</think>Hi"), true},
+		{"block stripped, answer differing", reply("<think>hmm</think>\n\nHi there."), reply("Hi there!"), false},
+		{"block not leading", reply("Sure. <think>hmm</think> Hi"), reply("Sure. Hi"), false},
+		{"block not leading, dropped whole", reply("Sure. <think>hmm</think> Hi"), reply("Hi"), false},
+		{"block never closed", reply("<think>hmm\n\nHi"), reply("Hi"), false},
+		{"closing tag alone", reply("hmm</think>\n\nHi"), reply("Hi"), false},
+		{"second block kept", reply("<think>a</think><think>b</think>Hi"), reply("Hi"), false},
+		{"other tag", reply("<thinking>hmm</thinking>Hi"), reply("Hi"), false},
+		{"tag in capitals", reply("<THINK>hmm</THINK>Hi"), reply("Hi"), false},
+		{"user message", Message{Role: "user", Content: "<think>hmm</think>Hi"}, Message{Role: "user", Content: "Hi"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.stored.Fingerprint() == tt.resent.Fingerprint(); got != tt.sameTurn {
+				t.Errorf("same fingerprint = %v, want %v", got, tt.sameTurn)
+			}
+			if got := tt.stored.Print() == tt.resent.Print(); got != tt.sameTurn {
+				t.Errorf("same print = %v, want %v", got, tt.sameTurn)
+			}
+		})
+	}
+}

@@ -40,6 +40,7 @@ func RunReplied(t *testing.T, open func(t *testing.T) RepliedStore) {
 		{"NotAnErasedUser", testRepliedErased},
 		{"TheDefaultConversationButNotAUserMessage", testRepliedDefault},
 		{"AReplyByItsTextWithoutTheWhiteSpaceAround", testRepliedTrimmed},
+		{"AReplyByItsTextWithoutItsLeadingReasoning", testRepliedWithoutReasoning},
 	} {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open(t)) })
 	}
@@ -218,5 +219,32 @@ func testRepliedTrimmed(t *testing.T, s RepliedStore) {
 	}
 	if got := mustReplied(t, s, "t", "u", "w answer", 4); len(got) != 0 {
 		t.Errorf("Replied(a text the chat never said) found %v", convsOf(got))
+	}
+}
+
+// testRepliedWithoutReasoning: a reply stored opening with a <think>
+// block (a reasoning model's, as an OpenAI-compatible server relays it)
+// is found by its text as a chat app that strips the block resends it,
+// and as stored, whichever way the store saved it (see
+// testRepliedTrimmed); a block elsewhere or never closed is part of the
+// text, and a reply ending in one is found by its whole text alone.
+func testRepliedWithoutReasoning(t *testing.T, s RepliedStore) {
+	id := memory.Identity{Tenant: "t", User: "u", Conversation: "chat-r"}
+	q1, a1 := msg(t, "user", "r question 1"), msg(t, "assistant", "\n<think>\nweighing it\n</think>\n\n r answer 1\n")
+	mustSave(t, s, exchange(id, "ex-r-1", 1, nil, []memory.Message{q1}, a1))
+	q2, a2 := msg(t, "user", "r question 2"), msg(t, "assistant", "<think>hmm</think>r answer 2")
+	mustSave(t, s, exchange(id, "ex-r-2", 2, []memory.Message{q1, a1}, []memory.Message{q2}, a2))
+	other := memory.Identity{Tenant: "t", User: "u", Conversation: "chat-o"}
+	q3, a3 := msg(t, "user", "o question"), msg(t, "assistant", "<think>never closed o answer")
+	mustSave(t, s, exchange(other, "ex-o-1", 3, nil, []memory.Message{q3}, a3))
+	for text, want := range map[string][]string{
+		"r answer 1": {"chat-r"}, a1.Content: {"chat-r"}, "<think>other thoughts</think>r answer 1": {"chat-r"},
+		"r answer 2": {"chat-r"}, a2.Content: {"chat-r"},
+		a3.Content: {"chat-o"}, "never closed o answer": nil, "o answer": nil,
+		"weighing it": nil, "<think>\nweighing it\n</think>": nil,
+	} {
+		if got := mustReplied(t, s, "t", "u", text, 4); !slices.Equal(convsOf(got), want) {
+			t.Errorf("Replied(%q) found %v, want %v", text, convsOf(got), want)
+		}
 	}
 }
