@@ -261,7 +261,8 @@ func (r *Router) storedForm(client []memory.Message, i int, stored map[int]memor
 // ending at that reply are the client's, from its first through that
 // reply, as memgate stores them, after at least one message the client
 // no longer resends (memory.ContinuesTail: one for one, at least one a
-// user's; a history that starts where the conversation starts is Route's
+// user's, or the reply alone when it is memory.LoneReply and no other
+// conversation of the user holds it; a history that starts where the conversation starts is Route's
 // to place, and another chat that opens alike never continues it so). It
 // returns "" when there is none, when the
 // user's default conversation holds the window through that reply (the
