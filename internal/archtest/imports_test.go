@@ -44,8 +44,9 @@ var layers = map[string]layer{
 	"migrations/sqlite":   {"the embedded store's schema, as embedded SQL files", nil},
 	"migrations/postgres": {"PostgreSQL's schema, as embedded SQL files", nil},
 
-	"internal/lexicon/gen": {"generates the lexicon asset", []string{"internal/lexicon"}},
-	"internal/encoder/gen": {"generates the encoder asset", []string{"internal/encoder"}},
+	"internal/lexicon/gen":       {"generates the lexicon asset", []string{"internal/lexicon"}},
+	"internal/encoder/gen":       {"generates the encoder asset", []string{"internal/encoder"}},
+	"internal/engine/prompt/gen": {"generates the prompt's table of Latin lookalikes (confusables.go)", nil},
 
 	// Who is asking, and the edge.
 	"internal/identity": {"keys, tenant, user, conversation: answers in the domain's terms and the client's error shape", with(domain, []string{"internal/apierr"})},

@@ -5,31 +5,31 @@ import (
 	"unicode/utf8"
 )
 
-// isBreak reports whether r is a character a reader, or a model, may take
+// IsBreak reports whether r is a character a reader, or a model, may take
 // as the end of a line: "\n", "\r", vertical tab, form feed, NEL, the
 // Unicode line and paragraph separators, the information separators
 // (U+001C–U+001E, paragraph breaks to Python's str.splitlines and to
 // Unicode's bidirectional algorithm) — and, since what a tokenizer or a
 // model makes of them is anyone's guess, every other C0 and C1 control
 // (U+0000–U+001F, U+007F–U+009F) but the tab: none of them is text.
-func isBreak(r rune) bool {
+func IsBreak(r rune) bool {
 	return r < 0x20 && r != '\t' || r >= 0x7f && r <= 0x9f || r == '\u2028' || r == '\u2029'
 }
 
-// indexBreak returns the index of the first line break (isBreak) in s,
+// indexBreak returns the index of the first line break (IsBreak) in s,
 // -1 when it has none. It reads ASCII a byte at a time.
 func indexBreak(s string) int {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if isBreak(rune(c)) {
+			if IsBreak(rune(c)) {
 				return i
 			}
 			i++
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if isBreak(r) {
+		if IsBreak(r) {
 			return i
 		}
 		i += size
@@ -37,7 +37,7 @@ func indexBreak(s string) int {
 	return -1
 }
 
-// IndentBreaks returns s with every line break (isBreak: "\r\n", "\r",
+// IndentBreaks returns s with every line break (IsBreak: "\r\n", "\r",
 // "\n", vertical tab, form feed, NEL, the Unicode line and paragraph
 // separators, and every other control but the tab) replaced by "\n" and
 // indent: s itself when it has none.

@@ -563,7 +563,10 @@ func habitPT(rest, clause string) bool {
 }
 
 // Sentences splits text into trimmed sentences at '.', '!', '?' and line
-// breaks, without splitting numbers such as "5.000" or "3.5".
+// breaks, without splitting numbers such as "5.000" or "3.5". A line break
+// is any character memory.IsBreak names — "\r", NEL, the separators,
+// every control but the tab — and no sentence keeps one, so no value
+// taken from a sentence runs on into the next line.
 func Sentences(text string) []string {
 	var out []string
 	start := 0
@@ -576,10 +579,13 @@ func Sentences(text string) []string {
 		start = end
 	}
 	for i, r := range rs {
-		switch r {
-		case '\n', '!', '?':
+		switch {
+		case memory.IsBreak(r):
+			flush(i)
+			start = i + 1
+		case r == '!', r == '?':
 			flush(i + 1)
-		case '.':
+		case r == '.':
 			if i > 0 && i+1 < len(rs) && unicode.IsDigit(rs[i-1]) && unicode.IsDigit(rs[i+1]) {
 				continue
 			}

@@ -251,6 +251,11 @@ func spells(s, name string) (bool, int) {
 	return true, n
 }
 
+// latinLookalikes (confusables.go) is written by ./gen from Unicode's
+// confusables.txt; gen's doc says where that file comes from.
+//
+//go:generate go run ./gen -in /tmp/confusables.txt -out confusables.go
+
 // isLetter reports whether r, as tagRune reads it, is c (a byte of a tag
 // name: lower-case ASCII) in either case, or a letter of another script
 // that looks like it (latinLookalikes: Cyrillic "е", Greek "ο").
