@@ -386,19 +386,47 @@ func (m Message) ComparedContent() string {
 	return m.Content
 }
 
-// answerText returns a reply's text s without the ASCII white space around it
-// and, when it then opens with a well-formed reasoning block
-// ("<think>", up to the first "</think>"), without that block and the
-// white space after it. A block elsewhere, a second one, or one never
-// closed is part of the answer.
-func answerText(s string) string {
-	s = strings.Trim(s, replyTrim)
-	if rest, ok := strings.CutPrefix(s, thinkOpen); ok {
-		if _, after, ok := strings.Cut(rest, thinkClose); ok {
-			return strings.TrimLeft(after, replyTrim)
+// Answer is what memgate shows a model of m, or indexes for recall: an
+// assistant's reply without the reasoning block it opens with, if any
+// (afterReasoning: the block ComparedContent ignores), and the white space
+// around what is left; anything else as it is. Providers advise against
+// sending a model its past reasoning back, and it would spend the budget
+// and match recall on what the model thought rather than what was said.
+// The stored text keeps the block: it is what was captured. A reply that
+// is only a block has the answer "".
+func (m Message) Answer() string {
+	if m.Role == "assistant" {
+		if after, ok := afterReasoning(m.Content); ok {
+			return strings.TrimRight(after, replyTrim)
 		}
 	}
-	return s
+	return m.Content
+}
+
+// answerText returns a reply's text s without the ASCII white space around it
+// and without the reasoning block it opens with, if any (afterReasoning).
+func answerText(s string) string {
+	if after, ok := afterReasoning(s); ok {
+		return strings.TrimRight(after, replyTrim)
+	}
+	return strings.Trim(s, replyTrim)
+}
+
+// afterReasoning returns what follows the well-formed reasoning block a
+// reply's text s opens with, after the ASCII white space around it
+// ("<think>", up to the first "</think>"), without the white space after
+// the block; false when s opens with no such block. A block elsewhere, a
+// second one, or one never closed is part of the answer.
+func afterReasoning(s string) (string, bool) {
+	rest, ok := strings.CutPrefix(strings.TrimLeft(s, replyTrim), thinkOpen)
+	if !ok {
+		return "", false
+	}
+	_, after, ok := strings.Cut(rest, thinkClose)
+	if !ok {
+		return "", false
+	}
+	return strings.TrimLeft(after, replyTrim), true
 }
 
 // Key returns the idempotency key of the i-th message stored for exchange id.

@@ -291,3 +291,30 @@ func TestRepliesCompareWithoutALeadingReasoningBlock(t *testing.T) {
 		})
 	}
 }
+
+// TestAnswerLeavesOutALeadingReasoningBlock: what memgate shows a model or
+// indexes of a stored reply is its answer, without the reasoning block it
+// opens with (the same block ComparedContent ignores); any other message,
+// and a reply without such a block, is its text as stored.
+func TestAnswerLeavesOutALeadingReasoningBlock(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		m    Message
+		want string
+	}{
+		{"block", Message{Role: "assistant", Content: "<think>long reasoning</think>\n\nParis."}, "Paris."},
+		{"white space before the block", Message{Role: "assistant", Content: "\n<think>a\nb</think> \tParis.\n"}, "Paris."},
+		{"only a block", Message{Role: "assistant", Content: "<think>hmm</think>\n"}, ""},
+		{"plain reply kept as stored", Message{Role: "assistant", Content: "\n Paris. \n"}, "\n Paris. \n"},
+		{"block not leading", Message{Role: "assistant", Content: "Sure. <think>hmm</think> Hi"}, "Sure. <think>hmm</think> Hi"},
+		{"block never closed", Message{Role: "assistant", Content: "<think>hmm\n\nHi"}, "<think>hmm\n\nHi"},
+		{"second block kept", Message{Role: "assistant", Content: "<think>a</think><think>b</think>Hi"}, "<think>b</think>Hi"},
+		{"user message", Message{Role: "user", Content: "<think>hmm</think>Hi"}, "<think>hmm</think>Hi"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.m.Answer(); got != tt.want {
+				t.Errorf("Answer() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -63,7 +63,7 @@ func (l *LLM) Summarize(ctx context.Context, in Input) (Output, error) {
 		}
 		// A message's own line breaks are indented, so its text cannot
 		// start a line that reads as another role's words.
-		fmt.Fprintf(&b, "%s: %s\n", m.Role, memory.IndentBreaks(m.Content, "  "))
+		fmt.Fprintf(&b, "%s: %s\n", m.Role, memory.IndentBreaks(m.Answer(), "  "))
 	}
 	fmt.Fprintf(&b, "\nKeep the summary under %d tokens.", in.MaxTokens)
 	msgs := []openai.ChatCompletionMessage{

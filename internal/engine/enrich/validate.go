@@ -85,7 +85,7 @@ func CheckSummary(in Input, out Output, count func(string) int) error {
 	}
 	for _, m := range in.Messages {
 		if !memory.IsSystem(m.Role) {
-			src.WriteString(m.Content)
+			src.WriteString(m.Answer()) // as the summariser read it
 			src.WriteByte('\n')
 		}
 	}

@@ -497,7 +497,10 @@ func recallFilter(req memory.Request, conv, history []memory.Message, resent []s
 	}
 	texts := make(map[string]bool, len(conv))
 	for _, m := range conv {
+		// A reply as a client resent it, and as it is indexed: without
+		// the reasoning block it opened with.
 		texts[strings.TrimSpace(m.Content)] = true
+		texts[strings.TrimSpace(m.Answer())] = true
 	}
 	return func(it memory.Item) (memory.Item, bool) {
 		switch {

@@ -444,7 +444,8 @@ func later(a, b time.Time) time.Time {
 }
 
 // continuation returns the stored messages that go before the client's new
-// messages (rest), without their reasoning (withoutReasoning) but where a
+// messages (rest), without the reasoning block a reply's text opens with
+// (withoutThinking), and without their reasoning (withoutReasoning) but where a
 // tool loop the request continues needs it back (loopStart): replies the
 // upstream broke off (memory.Message.Failed)
 // are never sent back as if they had been said, and the stored tail that
@@ -470,7 +471,7 @@ func continuation(stored, rest []memory.Message, thinking bool) (_ []memory.Mess
 	out, resent = resentTail(out, rest)
 	loop := loopStart(out, rest)
 	for i := range out {
-		out[i] = withoutReasoning(out[i], i >= loop, thinking)
+		out[i] = withoutThinking(withoutReasoning(out[i], i >= loop, thinking))
 	}
 	return out, resent
 }
@@ -533,8 +534,9 @@ func keysOf(msgs []memory.Message) []string {
 const shortQuery = 40
 
 // recallText is the recall query for a client's messages: the newest user
-// message, preceded by the assistant message before it when it is short
-// and does not stand alone.
+// message, preceded by the assistant message before it (its answer,
+// without the reasoning it opened with: memory.Message.Answer) when it is
+// short and does not stand alone.
 func recallText(msgs []memory.Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role != "user" {
@@ -543,8 +545,8 @@ func recallText(msgs []memory.Message) string {
 		text := msgs[i].Content
 		if len(strings.TrimSpace(text)) < shortQuery && !standsAlone(text) {
 			for j := i - 1; j >= 0; j-- {
-				if msgs[j].Role == "assistant" && msgs[j].Content != "" {
-					text = msgs[j].Content + "\n" + text
+				if answer := msgs[j].Answer(); msgs[j].Role == "assistant" && answer != "" {
+					text = answer + "\n" + text
 					break
 				}
 			}

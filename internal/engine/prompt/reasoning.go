@@ -361,3 +361,97 @@ func valueEnd(raw []byte, i int) int {
 	}
 	return j
 }
+
+// withoutThinking returns the assistant message m with the reasoning block
+// its text opens with, if any (memory.Message.Answer: "<think>…</think>",
+// as an OpenAI-compatible server relays a reasoning model's reasoning in
+// the content), left out of its content — a string content, or its first
+// part when that is a text part, which is dropped when nothing else is
+// left of it — and its text and token count with it: the store keeps the
+// reply as captured, but the model's past reasoning does not go back
+// upstream as history, as it does not in reasoning_content
+// (withoutReasoning). Any other message, one without such a block, and
+// one whose JSON cannot be read or names its content more than once (in
+// any case: encoding/json, as ParseMessage reads it, matches names
+// case-insensitively) is returned as it is.
+func withoutThinking(m memory.Message) memory.Message {
+	if m.Role != "assistant" || !strings.Contains(m.Content, thinkClose) || m.Answer() == m.Content {
+		return m
+	}
+	if len(m.Raw) == 0 { // encoded from its fields (rawOf)
+		m.Content, m.Tokens = m.Answer(), 0
+		return m
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(m.Raw, &fields) != nil {
+		return m
+	}
+	key := ""
+	for k := range fields {
+		if strings.EqualFold(k, "content") {
+			if key != "" {
+				return m
+			}
+			key = k
+		}
+	}
+	content, ok := answerContent(fields[key])
+	if key == "" || !ok {
+		return m
+	}
+	fields[key] = content
+	if out, err := withFields(m, fields); err == nil {
+		return out
+	}
+	return m
+}
+
+// thinkClose is how a reasoning block closes (see memory.Message.Answer).
+const thinkClose = "</think>"
+
+// answerContent returns a reply's content (a JSON string or array of
+// parts) with the reasoning block its text opens with left out (see
+// withoutThinking); false when it opens with none.
+func answerContent(raw json.RawMessage) (json.RawMessage, bool) {
+	answer := func(s string) (string, bool) {
+		a := memory.Message{Role: "assistant", Content: s}.Answer()
+		return a, a != s
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		a, ok := answer(s)
+		if !ok {
+			return nil, false
+		}
+		b, err := json.Marshal(a)
+		return b, err == nil
+	}
+	var parts []json.RawMessage
+	if json.Unmarshal(raw, &parts) != nil || len(parts) == 0 {
+		return nil, false
+	}
+	var first map[string]json.RawMessage
+	var typ string
+	if json.Unmarshal(parts[0], &first) != nil || json.Unmarshal(first["type"], &typ) != nil ||
+		typ != "text" && typ != "output_text" || json.Unmarshal(first["text"], &s) != nil {
+		return nil, false
+	}
+	a, ok := answer(s)
+	if !ok {
+		return nil, false
+	}
+	if a == "" {
+		parts = parts[1:]
+	} else {
+		text, err := json.Marshal(a)
+		if err != nil {
+			return nil, false
+		}
+		first["text"] = text
+		if parts[0], err = json.Marshal(first); err != nil {
+			return nil, false
+		}
+	}
+	b, err := json.Marshal(parts)
+	return b, err == nil
+}

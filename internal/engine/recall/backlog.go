@@ -84,7 +84,7 @@ func (ix *Indexer) IndexBacklog(ctx context.Context) (int, error) {
 		}
 		// Cut from where the last round left the message, as it is
 		// indexed: a round cuts about what it indexes.
-		rest := ix.Window.resume(indexableText(p.Message.Content), p.Chunk, p.Offset)
+		rest := ix.Window.resume(indexableText(p.Message), p.Chunk, p.Offset)
 		if rest.done() {
 			p.Done = true
 			continue

@@ -116,7 +116,7 @@ func expandWith(ctx context.Context, cr ContextReader, rev *memory.Revisions, te
 					best = t.hitRank
 				}
 			}
-			whole := strings.TrimSpace(indexableText(msgs[j].Content))
+			whole := strings.TrimSpace(indexableText(*msgs[j]))
 			if t.hitRank == 0 && spoken(msgs[j].Role) {
 				t.text, t.clipped = mt.window(whole, maxNeighbourBytes, beforeHit(turns[from:to+1], j-from, lastHit-from))
 			}
@@ -257,7 +257,7 @@ func refOf(m memory.Message) memory.MessageRef {
 // encoder reads whole, see Window); else the whole turn when it is short
 // enough to have been one chunk of Chunk's, else the hit chunk.
 func hitTurnText(m *memory.Message, hit memory.Item) string {
-	whole := strings.TrimSpace(indexableText(m.Content))
+	whole := strings.TrimSpace(indexableText(*m))
 	if len(hit.Text) < len(whole) && len(hit.Text) < hitWindowBytes {
 		if i := strings.Index(whole, hit.Text); i >= 0 {
 			return around(whole, i, i+len(hit.Text), hitWindowBytes-len("…")-len(ellipsis))

@@ -222,7 +222,7 @@ func (ix *Indexer) index(ctx context.Context, exs []memory.Exchange, results []m
 			// A long message, the user's or the assistant's, is cut to the
 			// embedder's window, so that what was said in passing far
 			// into it is found by its meaning.
-			text := strings.TrimSpace(indexableText(m.Content))
+			text := strings.TrimSpace(indexableText(m))
 			chunks, embedded := ix.Window.chunks(text)
 			mine = append(mine, cutMessage{id: ex.Identity, exAt: at, key: m.Key, at: created, chunks: chunks, total: len(chunks),
 				bytes: len(m.Content), embedded: embedded, embeddable: embedded, text: text})
@@ -766,9 +766,13 @@ func (ix *Indexer) storedMessages(ctx context.Context, ex memory.Exchange, res m
 	return memory.OfExchange(ex.ID, live), nil
 }
 
-// indexableText drops the "[tool_call ...]" lines memory.ParseMessage adds
-// for tool calls: a call's arguments are not something the user said.
-func indexableText(content string) string {
+// indexableText is what is indexed and recalled of m: its answer, without
+// the reasoning block a reply opens with (memory.Message.Answer: what the
+// model thought is not what was said), less the "[tool_call ...]" lines
+// memory.ParseMessage adds for tool calls: a call's arguments are not
+// something the user said.
+func indexableText(m memory.Message) string {
+	content := m.Answer()
 	if !strings.Contains(content, "[tool_call ") {
 		return content
 	}

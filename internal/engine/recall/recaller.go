@@ -276,7 +276,8 @@ func (r *Recaller) rankFacts(ctx context.Context, tenant, user string, facts []m
 }
 
 // QueryText is the recall query for a request's messages: the newest user
-// message's text, preceded by the assistant message before it when the user
+// message's text, preceded by the assistant message before it (its answer,
+// without the reasoning it opened with: memory.Message.Answer) when the user
 // message is short (under 8 words, e.g. "and in Porto?", "yes, do that"),
 // so a follow-up still finds its topic. System, developer and tool messages
 // are skipped. It returns "" when there is no user message.
@@ -291,7 +292,7 @@ func QueryText(msgs []memory.Message) string {
 		}
 		for j := i - 1; j >= 0; j-- {
 			if msgs[j].Role == "assistant" {
-				if prev := strings.TrimSpace(msgs[j].Content); prev != "" {
+				if prev := strings.TrimSpace(msgs[j].Answer()); prev != "" {
 					return prev + "\n" + text
 				}
 				break
