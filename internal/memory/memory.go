@@ -268,8 +268,15 @@ type Exchange struct {
 	Prior []Message `json:"prior,omitempty"`
 	Turn  []Message `json:"turn"`
 	Reply Message   `json:"reply"`
-	Usage *Usage    `json:"usage,omitempty"`
-	At    time.Time `json:"at"`
+	// Partial is set when Reply goes on with the assistant message the
+	// request's history ended with (Prefilled: a "continue", a prefill):
+	// that message, which Prior then leaves out and Reply, joined with
+	// it, replaces. Adoption matches the history with it (Prior and
+	// Partial), so a continue of a chat's first reply adopts that chat's
+	// own first turn, never another chat's that opened alike.
+	Partial *Message  `json:"partial,omitempty"`
+	Usage   *Usage    `json:"usage,omitempty"`
+	At      time.Time `json:"at"`
 	// Received is when the gateway received the exchange's request, by its
 	// own clock, before it read memory for it (Import: when the import
 	// began). A store drops an exchange received at or before its

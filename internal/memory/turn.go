@@ -164,23 +164,16 @@ func Candidate(tenant, user string, msgs []Message) string {
 // history is prior adopts: the longest run of whole exchanges (messages
 // sharing their Key's exchange id) whose messages equal prior's, from its
 // start, by Fingerprint. It is 0 when not even the first exchange matches
-// whole. A prior that ends right before the reply that ends an exchange
-// (a request that went on with that reply: Prefilled, whose save stores
-// the joined reply in its place, superseding this one) takes that
-// exchange whole too; telling that the reply ends its exchange takes the
-// message after it, so stored holds up to len(prior)+2 messages (fewer:
-// the conversation ends there).
+// whole. A request that went on with the reply its history ends with
+// (Prefilled) adopts with that partial reply in prior
+// (Exchange.Partial), so it takes its own chat's exchange only.
 func Adoptable(stored, prior []Message) int {
 	n, whole := 0, 0
-	ends := func(n int) bool { return n == len(stored) || ExchangeOf(stored[n].Key) != ExchangeOf(stored[n-1].Key) }
 	for n < len(stored) && n < len(prior) && stored[n].Fingerprint() == prior[n].Fingerprint() {
 		n++
-		if ends(n) {
+		if n == len(stored) || ExchangeOf(stored[n].Key) != ExchangeOf(stored[n-1].Key) {
 			whole = n
 		}
-	}
-	if n > 0 && n == len(prior) && n < len(stored) && !ends(n) && stored[n].Role == "assistant" && ends(n+1) {
-		whole = n + 1
 	}
 	return whole
 }

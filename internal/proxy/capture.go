@@ -218,8 +218,14 @@ func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usa
 		}
 	}()
 	// A reply that goes on with the one the history ends with is stored
-	// joined with it, in its place, as the client resends it.
-	prior, reply, _ := memory.Prefilled(c.cut.Prior, c.cut.Turn, reply)
+	// joined with it, in its place, as the client resends it; adoption
+	// matches the history with that partial reply still in it.
+	var partial *memory.Message
+	prior, joined, ok := memory.Prefilled(c.cut.Prior, c.cut.Turn, reply)
+	if ok {
+		last := c.cut.Prior[len(c.cut.Prior)-1]
+		partial, reply = &last, joined
+	}
 	c.p.deps.Capturer.Capture(context.WithoutCancel(ctx), memory.Exchange{
 		ID:       c.x.ID(),
 		Identity: c.id,
@@ -230,6 +236,7 @@ func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usa
 
 		TurnSkipped: c.cut.TurnSkipped,
 		Reply:       reply,
+		Partial:     partial,
 		Usage:       usage,
 		At:          c.at,
 		Received:    c.received,

@@ -92,6 +92,11 @@ func resenderKey(tenant, user string) prefixKey { return userKey("resender", ten
 // tier, and, the first time (or once this process's write is
 // resenderRefresh old), in the shared one, in the background.
 func (r *resenders) seen(tenant, user string) {
+	// The forgets counted before the user goes into this process's tier:
+	// one landing from here on, before the shared write, undoes it.
+	r.mu.Lock()
+	gen := r.gen
+	r.mu.Unlock()
 	k := resenderKey(tenant, user)
 	e, ok := r.lru.Get(k)
 	if !ok {
@@ -110,9 +115,6 @@ func (r *resenders) seen(tenant, user string) {
 	if !e.writing.CompareAndSwap(false, true) {
 		return
 	}
-	r.mu.Lock()
-	gen := r.gen
-	r.mu.Unlock()
 	r.writes.Go(func() {
 		defer e.writing.Store(false)
 		ctx, cancel := context.WithTimeout(context.Background(), r.timeout)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/memgate/memgate/internal/memory"
@@ -96,10 +97,16 @@ func lockAndCheck(ctx context.Context, hold *chatHold, lockWait, opWait time.Dur
 // not go on then (the first turns would stay in default, and be stored
 // again as the continuation's history), and is tried again later.
 func adoptFirstTurns(ctx context.Context, a Adopter, ex memory.Exchange, logger *slog.Logger) error {
-	if a == nil || !ex.Derived || len(ex.Prior) == 0 {
+	prior := ex.Prior
+	if ex.Partial != nil {
+		// A reply that went on with the one the history ended with: the
+		// history is the client's, that partial reply its last message.
+		prior = append(slices.Clip(prior), *ex.Partial)
+	}
+	if a == nil || !ex.Derived || len(prior) == 0 {
 		return nil
 	}
-	n, err := a.Adopt(ctx, ex.Identity, ex.Root, ex.Prior, ex.Received, ex.Fence)
+	n, err := a.Adopt(ctx, ex.Identity, ex.Root, prior, ex.Received, ex.Fence)
 	if err != nil {
 		return fmt.Errorf("adopt the chat's first turns into %s: %w", ex.Conversation, err)
 	}

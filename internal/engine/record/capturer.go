@@ -669,6 +669,13 @@ func (c *Capturer) redactExchange(ex memory.Exchange) (memory.Exchange, error) {
 		return ex, fmt.Errorf("redact reply: %w", err)
 	}
 	ex.Reply = reply[0]
+	if ex.Partial != nil {
+		partial, err := red([]memory.Message{*ex.Partial})
+		if err != nil {
+			return ex, fmt.Errorf("redact partial reply: %w", err)
+		}
+		ex.Partial = &partial[0]
+	}
 	if total > 0 {
 		c.metrics.redacted.Add(float64(total))
 	}

@@ -22,8 +22,9 @@ type Enrichment struct {
 
 // EncodeEnrichment encodes a stored exchange for the enrichment queue. Of
 // the client's resent history (Prior) it keeps only the messages the save
-// stored (the hooks index exactly those), so an entry stays small however
-// much history the client sends.
+// stored (the hooks index exactly those), and none of a partial reply the
+// exchange went on with (Partial), so an entry stays small however much
+// history the client sends.
 func EncodeEnrichment(ex memory.Exchange, res memory.SaveResult) ([]byte, error) {
 	return encodeEnrichment(ex, res, time.Time{})
 }
@@ -33,6 +34,7 @@ func EncodeEnrichment(ex memory.Exchange, res memory.SaveResult) ([]byte, error)
 func encodeEnrichment(ex memory.Exchange, res memory.SaveResult, capturedAt time.Time) ([]byte, error) {
 	keep := min(len(ex.Prior), max(0, res.Inserted-len(ex.Turn)-1))
 	ex.Prior = ex.Prior[len(ex.Prior)-keep:]
+	ex.Partial = nil // adoption's alone: the save stored the joined reply in its place
 	b, err := json.Marshal(Enrichment{Exchange: ex, Result: res, CapturedAt: capturedAt})
 	if err != nil {
 		return nil, fmt.Errorf("encode enrichment: %w", err)

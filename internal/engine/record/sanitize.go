@@ -90,6 +90,13 @@ func SanitizeExchange(ex memory.Exchange) (memory.Exchange, int) {
 	if ex.Reply, changed = SanitizeMessage(ex.Reply); changed {
 		n++
 	}
+	if ex.Partial != nil {
+		partial := *ex.Partial
+		if partial, changed = SanitizeMessage(partial); changed {
+			n++
+		}
+		ex.Partial = &partial
+	}
 	if ex.Model, changed = SanitizeText(ex.Model); changed {
 		n++
 	}

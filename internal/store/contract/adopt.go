@@ -99,7 +99,7 @@ func adopt(ctx context.Context, tx AdoptTx, to memory.Identity, candidate string
 		return 0, err
 	}
 	for _, start := range starts {
-		stored, err := tx.Live(ctx, from, start, len(prior)+2) // Adoptable's
+		stored, err := tx.Live(ctx, from, start, len(prior)+1)
 		if err != nil {
 			return 0, fmt.Errorf("load candidate: %w", err)
 		}
