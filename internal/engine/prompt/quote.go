@@ -220,35 +220,42 @@ func (q quoter) opensOwnTag(rest string) (bool, int) {
 		}
 		i, n = i+size, n+1
 	}
+	rest = rest[i:]
 	for _, name := range q.names {
-		ok, m := spells(rest[i:], name)
+		end, m, whole := spell(rest, name)
 		n += m
-		if ok {
+		if whole || end == len(rest) {
 			return true, n
 		}
 	}
 	return false, n
 }
 
-// spells reports whether s starts with name (lower-case ASCII), or with
-// its start and then ends, read as opensOwnTag reads it, and how many
-// characters it read.
-func spells(s, name string) (bool, int) {
-	i, n := 0, 0
-	for k := 0; k < len(name); {
-		if i == len(s) {
-			return true, n
+// spell reads s, from its start, as the tag rules read a word (word:
+// lower-case ASCII letters, a tag's name or a turn's role): its letters
+// in any case or width, or as their lookalikes (isLetter), with only
+// invisible characters between them. It returns the index in s just
+// after what it read as the word's (its letters and the invisible
+// characters between them), how many characters it read — the one that
+// stopped it, neither the word's next letter nor invisible, included —
+// and whether s spells word whole. When it does not and end is len(s),
+// s spells the start of word and then ends.
+func spell(s, word string) (end, read int, whole bool) {
+	for k := 0; k < len(word); {
+		if end == len(s) {
+			return end, read, false
 		}
-		r, size := tagRune(s[i:])
-		i, n = i+size, n+1
+		r, size := tagRune(s[end:])
+		read++
 		switch {
-		case isLetter(r, name[k]):
+		case isLetter(r, word[k]):
 			k++
 		case !invisible(r):
-			return false, n
+			return end, read, false
 		}
+		end += size
 	}
-	return true, n
+	return end, read, true
 }
 
 // latinLookalikes (confusables.go) is written by ./gen from Unicode's
@@ -407,8 +414,8 @@ func opensAsTurn(s string) bool {
 		return true
 	}
 	for _, role := range turnRoles {
-		if j, ok := spelled(s, i, role); ok {
-			j = skipMarkup(s, j)
+		if end, _, whole := spell(s[i:], role); whole {
+			j := skipMarkup(s, i+end)
 			if j < len(s) {
 				r, _ := tagRune(s[j:])
 				return r == ':' || strings.ContainsRune(colonLookalikes, r)
@@ -431,27 +438,6 @@ func skipMarkup(s string, i int) int {
 		i += size
 	}
 	return i
-}
-
-// spelled reports whether s, from i, spells word (lower-case ASCII
-// letters) as spells reads a tag's name — letters in any case or width,
-// or their lookalikes, invisible characters between them — and returns
-// the index just after it.
-func spelled(s string, i int, word string) (int, bool) {
-	for k := 0; k < len(word); {
-		if i == len(s) {
-			return i, false
-		}
-		r, size := tagRune(s[i:])
-		switch {
-		case isLetter(r, word[k]):
-			k++
-		case !invisible(r):
-			return i, false
-		}
-		i += size
-	}
-	return i, true
 }
 
 // shows reports whether a rendered block's text shows the recalled item

@@ -177,7 +177,7 @@ const header = `package prompt
 // starts with the letter (fullwidth, circled, mathematical Latin: tagRune
 // reads those as the letter). A name a template's tags write, spelled in
 // these after a lookalike of "<", reads as that name to a model, and is
-// escaped (spells). Each string lists its characters in code point order.
+// escaped (spell). Each string lists its characters in code point order.
 //
 // They were derived from confusables.txt by keeping the lines whose
 // source is one character outside ASCII and whose prototype is one ASCII
