@@ -6,11 +6,21 @@ import (
 	"github.com/memgate/memgate/internal/memory"
 )
 
-// The shared prints' operations (the prints metric's label).
+// The shared prints' operations: the op label of
+// memgate_auxiliary_prints_failed_total (metrics.prints).
 const (
 	printsRead   = "read"
 	printsWrite  = "write"
 	printsForget = "forget"
+)
+
+// The shared new-chat signal's operations (the users seen resending their
+// history): the op label of memgate_newchat_signal_failed_total
+// (metrics.newChatSignal). A failed read of the signal is not one of
+// them: it is memgate_memory_degraded_total{part="newchat"}.
+const (
+	newChatSignalWrite  = "write"
+	newChatSignalForget = "forget"
 )
 
 // metrics are the proxy's collectors.
@@ -32,12 +42,14 @@ type metrics struct {
 	// auxiliary counts the requests about a conversation, by API.
 	auxiliary *prometheus.CounterVec
 	// prints counts the reads, writes and deletions of the prints the
-	// gateway processes share that failed or were late, by op.
+	// gateway processes share that failed or were late, by op (printsRead
+	// …).
 	prints *prometheus.CounterVec
-	// resenders counts the writes and deletions of the users seen
-	// resending their history that the gateway processes share that
-	// failed or were late, by op (a failed read is degraded "newchat").
-	resenders *prometheus.CounterVec
+	// newChatSignal counts the writes and deletions of the users seen
+	// resending their history that the gateway processes share (the
+	// resenders' shared signal) that failed or were late, by op
+	// (newChatSignalWrite …; a failed read is degraded "newchat").
+	newChatSignal *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -75,7 +87,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		prints: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_auxiliary_prints_failed_total", Help: "Reads (read: the request was checked against this process's own prints only), writes (write: other processes will not tell the exchange's requests about the chat) and erasures (forget) of the prints of users' newest exchanges that the gateway processes share through Redis, that failed or were late.",
 		}, []string{"op"}),
-		resenders: prometheus.NewCounterVec(prometheus.CounterOpts{
+		newChatSignal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_newchat_signal_failed_total", Help: "Writes (write: other processes will not take the user's new chats for new chats until one sees them resend) and erasures (forget: the signal expires on its own) of the users seen resending their history that the gateway processes share through Redis, that failed or were late. A failed read is memgate_memory_degraded_total{part=\"newchat\"}.",
 		}, []string{"op"}),
 		prepare: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -94,10 +106,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, op := range []string{printsRead, printsWrite, printsForget} {
 		m.prints.WithLabelValues(op)
 	}
-	for _, op := range []string{printsWrite, printsForget} {
-		m.resenders.WithLabelValues(op)
+	for _, op := range []string{newChatSignalWrite, newChatSignalForget} {
+		m.newChatSignal.WithLabelValues(op)
 	}
-	for _, c := range []prometheus.Collector{m.breaker, m.degraded, m.retries, m.captureDr, m.tokensSent, m.tokensSaved, m.prepare, m.prefixRepeated, m.providerCached, m.states, m.auxiliary, m.prints, m.resenders} {
+	for _, c := range []prometheus.Collector{m.breaker, m.degraded, m.retries, m.captureDr, m.tokensSent, m.tokensSaved, m.prepare, m.prefixRepeated, m.providerCached, m.states, m.auxiliary, m.prints, m.newChatSignal} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

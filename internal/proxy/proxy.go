@@ -129,7 +129,7 @@ func New(opts Options, deps Deps, logger *slog.Logger, reg prometheus.Registerer
 	p := &Proxy{opts: opts, deps: deps, log: logger, m: m, prefix: newPrefixes(), transport: upstream.NewTransport(opts.Upstream.transport()),
 		chat: chatAPI(openai), messages: messagesAPI(claude), responses: responsesAPI(openai)}
 	p.resenders = newResenders(deps.Resenders, forgetTimeout, time.Now, func(err error) {
-		m.resenders.WithLabelValues(printsWrite).Inc()
+		m.newChatSignal.WithLabelValues(newChatSignalWrite).Inc()
 		logger.Debug("a user seen resending their history not shared", "error", err.Error())
 	})
 	if opts.SkipTranscripts {
@@ -229,7 +229,7 @@ func (p *Proxy) CloseIdleConnections() { p.transport.CloseIdleConnections() }
 // erasures reach, on every process.
 func (p *Proxy) Forget(tenant, user string) {
 	if err := p.resenders.forget(context.Background(), tenant, user); err != nil {
-		p.m.resenders.WithLabelValues(printsForget).Inc()
+		p.m.newChatSignal.WithLabelValues(newChatSignalForget).Inc()
 		p.log.Warn("the shared signal that an erased user resends their history was not deleted; it expires on its own", "within", resenderMaxAge.String(), "error", err.Error())
 	}
 	if p.transcripts == nil {

@@ -3,9 +3,13 @@ package proxy
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memgate/memgate/internal/identity"
+	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
 // memResenders is a ResenderStore in memory; err, when set, fails every
@@ -193,5 +197,43 @@ func TestResendersWithoutTheSharedSignal(t *testing.T) {
 	}
 	if newResenders(nil, time.Second, time.Now, nil).ask("t", "ana") != nil {
 		t.Error("a question without a shared signal")
+	}
+}
+
+// TestForgetCountsEachSharedStoreApart: a failed deletion of the shared
+// new-chat signal and one of the shared prints are counted by metrics of
+// their own, so an operator tells which store failed.
+func TestForgetCountsEachSharedStoreApart(t *testing.T) {
+	down := errors.New("redis down")
+	signal, prints := &memResenders{}, &memPrints{}
+	up := upstreamtest.New(t, upstreamtest.Chat(upstreamtest.Reply{Content: "ok"}))
+	g := mustGateway(t, up, func(cfg *gatewayConfig) { cfg.SkipTranscripts = true },
+		Deps{Resolver: identity.New(nil), Resenders: signal, Prints: prints})
+	const (
+		signalForget = `memgate_newchat_signal_failed_total{op="forget"} `
+		printsForget = `memgate_auxiliary_prints_failed_total{op="forget"} `
+	)
+	for _, c := range []struct {
+		name                 string
+		signalErr, printsErr error
+		signal, prints       string
+	}{
+		{name: "signal fails", signalErr: down, signal: "1", prints: "0"},
+		{name: "prints fail", printsErr: down, signal: "1", prints: "1"},
+		{name: "both fail", signalErr: down, printsErr: down, signal: "2", prints: "2"},
+	} {
+		signal.mu.Lock()
+		signal.err = c.signalErr
+		signal.mu.Unlock()
+		prints.mu.Lock()
+		prints.err = c.printsErr
+		prints.mu.Unlock()
+		g.p.Forget("t", "ana")
+		m := g.metrics(t)
+		for _, want := range []string{signalForget + c.signal, printsForget + c.prints} {
+			if !strings.Contains(m, want+"\n") {
+				t.Errorf("%s: /metrics lacks %q", c.name, want)
+			}
+		}
 	}
 }
