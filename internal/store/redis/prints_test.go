@@ -44,18 +44,7 @@ func TestPrintsKeepTheNewestAndExpire(t *testing.T) {
 		t.Errorf("prints %q, want %s", s, want)
 	}
 
-	keys, err := rdb.Keys(ctx, prefix+"*").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(keys) != 2 {
-		t.Fatalf("keys %q, want one per user", keys)
-	}
-	for _, k := range keys {
-		if strings.Contains(k, "ana") || strings.Contains(k, "bob") {
-			t.Errorf("key %q names the user", k)
-		}
-	}
+	checkKeyPerUser(t, ctx, rdb, prefix, "ana", "bob")
 	ttl, err := rdb.PTTL(ctx, p.key(ana)).Result()
 	if err != nil || ttl <= 0 || ttl > time.Hour {
 		t.Fatalf("ttl %v (%v), want within the hour", ttl, err)
@@ -85,14 +74,8 @@ func TestPrintsKeepTheNewestAndExpire(t *testing.T) {
 // TestPrintsFailWithoutRedis: with Redis unreachable, each call fails,
 // rather than answering that the user has no prints.
 func TestPrintsFailWithoutRedis(t *testing.T) {
-	rdb, err := NewClient("redis://127.0.0.1:1/0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb, ctx := mustUnreachableClient(t)
 	p := NewPrints(rdb, "x:")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	k := sha256.Sum256([]byte("ana"))
 	if _, err := p.Prints(ctx, k); err == nil {
 		t.Error("Prints answered without Redis")

@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"crypto/sha256"
-	"strings"
 	"testing"
 	"time"
 
@@ -31,18 +30,7 @@ func TestResendersShareAndForget(t *testing.T) {
 	if ok, err := r2.Resends(ctx, ana); err != nil || !ok {
 		t.Fatalf("after the add, read by another client: %v, %v", ok, err)
 	}
-	keys, err := rdb.Keys(ctx, prefix+"*").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(keys) != 2 {
-		t.Fatalf("keys %q, want one per user", keys)
-	}
-	for _, k := range keys {
-		if strings.Contains(k, "ana") || strings.Contains(k, "bob") {
-			t.Errorf("key %q names the user", k)
-		}
-	}
+	checkKeyPerUser(t, ctx, rdb, prefix, "ana", "bob")
 	if ttl, err := rdb.PTTL(ctx, r1.key(ana)).Result(); err != nil || ttl <= 30*time.Minute || ttl > time.Hour {
 		t.Fatalf("ttl %v (%v), want within the hour", ttl, err)
 	}
@@ -70,14 +58,8 @@ func TestResendersShareAndForget(t *testing.T) {
 // TestResendersFailWithoutRedis: with Redis unreachable, each call fails,
 // rather than answering that the user was never seen resending.
 func TestResendersFailWithoutRedis(t *testing.T) {
-	rdb, err := NewClient("redis://127.0.0.1:1/0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb, ctx := mustUnreachableClient(t)
 	r := NewResenders(rdb, "x:")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	k := sha256.Sum256([]byte("ana"))
 	if _, err := r.Resends(ctx, k); err == nil {
 		t.Error("Resends answered without Redis")
