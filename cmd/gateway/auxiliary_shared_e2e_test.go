@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -81,12 +80,7 @@ func TestTitleRequestOnAnotherProcessIsNotATurn(t *testing.T) {
 func TestTitleCheckFallsBackWhenRedisIsDown(t *testing.T) {
 	up := upstreamtest.New(t, echoUpstream())
 	cfg := storeConfigs(t, up)["postgres+redis"](t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Store.RedisURL = "redis://" + ln.Addr().String() + "/0"
-	ln.Close()
+	cfg.Store.RedisURL = unreachableRedisURL(t)
 	g := startGateway(t, cfg)
 	const who = "dark-ana"
 	h := map[string]string{"Authorization": "Bearer sk-test", "X-Memory-User": who, "X-Memory-Conversation": "trip"}

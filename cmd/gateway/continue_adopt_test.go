@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -61,29 +58,14 @@ func TestContinueAdoptsOnlyItsOwnFirstTurn(t *testing.T) {
 }
 
 // continuingUpstreamCounting answers a turn "reply <n>: <message>", n
-// counting, and a request ending with an assistant message " (more)".
+// counting every request, and a request ending with an assistant message
+// " (more)".
 func continuingUpstreamCounting(n *atomic.Int64) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var req struct {
-			Messages []json.RawMessage `json:"messages"`
-		}
-		json.Unmarshal(body, &req)
-		last, role := "", ""
-		for _, raw := range req.Messages {
-			m, err := memory.ParseMessage(raw)
-			if err != nil || memory.IsSystem(m.Role) {
-				continue
-			}
-			if role = m.Role; role == "user" {
-				last = m.Content
-			}
-		}
+	return goingOnUpstream(func(last string, goOn bool) string {
 		answer := fmt.Sprintf("reply %d: %s", n.Add(1), last)
-		if role == "assistant" {
+		if goOn {
 			answer = " (more)"
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		upstreamtest.Chat(upstreamtest.Reply{Content: answer}).ServeHTTP(w, r)
+		return answer
 	})
 }

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,28 +14,11 @@ import (
 // <message>", and one ending with an assistant message (asking the model
 // to go on with it: "continue") " (more on <the last user message>)".
 func continuingUpstream() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var req struct {
-			Messages []json.RawMessage `json:"messages"`
+	return goingOnUpstream(func(last string, goOn bool) string {
+		if goOn {
+			return " (more on " + last + ")"
 		}
-		json.Unmarshal(body, &req)
-		last, role := "", ""
-		for _, raw := range req.Messages {
-			m, err := memory.ParseMessage(raw)
-			if err != nil || memory.IsSystem(m.Role) {
-				continue
-			}
-			if role = m.Role; role == "user" {
-				last = m.Content
-			}
-		}
-		answer := "ack: " + last
-		if role == "assistant" {
-			answer = " (more on " + last + ")"
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		upstreamtest.Chat(upstreamtest.Reply{Content: answer}).ServeHTTP(w, r)
+		return "ack: " + last
 	})
 }
 

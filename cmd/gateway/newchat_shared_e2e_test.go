@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -38,6 +37,37 @@ func waitResenderShared(t *testing.T, cfg config.Config) {
 	})
 }
 
+// seenResending makes who a user whose app resends its history, as the
+// tests of the shared signal start: their one-question chat C, sent to
+// oneQuestion, stays in default (waited for until stored there); their
+// chat A's second turn, sent to resending after its first, resends it
+// and goes to a derived conversation, so that process has seen who
+// resend. It returns the chats' system prompt and chat C's question.
+func seenResending(t *testing.T, oneQuestion, resending, who string) (sys map[string]any, c1 string) {
+	t.Helper()
+	sys = map[string]any{"role": "system", "content": "You are terse."}
+	c1 = "Chat C: what is a good name for a cat?"
+	if c := headerUserChat(t, oneQuestion, who, []map[string]any{sys, user(c1)}); c != memory.DefaultConversation {
+		t.Fatalf("chat C in %q, want default", c)
+	}
+	waitConversation(t, oneQuestion, who, memory.DefaultConversation, []string{"user: " + c1, "assistant: ack: " + c1})
+	a1, a2 := "Chat A: plan a trip to Rome.", "Chat A: three days."
+	headerUserChat(t, resending, who, []map[string]any{sys, user(a1)})
+	if c := headerUserChat(t, resending, who, []map[string]any{sys, user(a1), assistant("ack: " + a1), user(a2)}); c == memory.DefaultConversation {
+		t.Fatal("chat A's second turn in default, want a derived conversation")
+	}
+	return sys, c1
+}
+
+// wantUpstream fails the test unless the last client chat request, what,
+// went upstream as want (upstreamTexts' lines).
+func wantUpstream(t *testing.T, up *upstreamtest.Server, what string, want ...string) {
+	t.Helper()
+	if got := upstreamTexts(t, up); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("%s went upstream as\n%s\nwant\n%s", what, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // probeDefault sends, as a newest-only request of who that stores nothing
 // (X-Memory-Mode: read), one question naming no conversation to url, and
 // returns the messages that went upstream.
@@ -59,20 +89,8 @@ func TestNewChatOnAnotherGatewayGetsNoDefaultHistory(t *testing.T) {
 	up := upstreamtest.New(t, echoUpstream())
 	cfg := sharedNewChatConfig(t, up)
 	a, b := startGateway(t, cfg), startGateway(t, cfg)
-	sys := map[string]any{"role": "system", "content": "You are terse."}
 	const ana = "lb-ana"
-
-	c1 := "Chat C: what is a good name for a cat?"
-	if c := headerUserChat(t, b.URL, ana, []map[string]any{sys, user(c1)}); c != memory.DefaultConversation {
-		t.Fatalf("chat C in %q, want default", c)
-	}
-	waitConversation(t, b.URL, ana, memory.DefaultConversation, []string{"user: " + c1, "assistant: ack: " + c1})
-
-	a1, a2 := "Chat A: plan a trip to Rome.", "Chat A: three days."
-	headerUserChat(t, a.URL, ana, []map[string]any{sys, user(a1)})
-	if c := headerUserChat(t, a.URL, ana, []map[string]any{sys, user(a1), assistant("ack: " + a1), user(a2)}); c == memory.DefaultConversation {
-		t.Fatal("chat A's second turn in default, want a derived conversation")
-	}
+	sys, _ := seenResending(t, b.URL, a.URL, ana)
 	waitResenderShared(t, cfg)
 
 	b1 := "Chat B: help me bake bread."
@@ -80,9 +98,7 @@ func TestNewChatOnAnotherGatewayGetsNoDefaultHistory(t *testing.T) {
 	if r.Status != http.StatusOK {
 		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
-	if got := upstreamTexts(t, up); strings.Join(got, "\n") != strings.Join([]string{"system: You are terse.", "user: " + b1}, "\n") {
-		t.Fatalf("chat B's first request, on the other gateway, went upstream as\n%s\nwant only its system prompt and question", strings.Join(got, "\n"))
-	}
+	wantUpstream(t, up, "chat B's first request, on the other gateway", "system: You are terse.", "user: "+b1)
 	if d := r.Header.Get("X-Memory-Degraded"); d != "" {
 		t.Errorf("X-Memory-Degraded %q with Redis up, want none", d)
 	}
@@ -98,15 +114,8 @@ func TestNewChatSignalErasedAcrossGateways(t *testing.T) {
 	up := upstreamtest.New(t, echoUpstream())
 	cfg := sharedNewChatConfig(t, up)
 	a, b := startGateway(t, cfg), startGateway(t, cfg)
-	sys := map[string]any{"role": "system", "content": "You are terse."}
 	const ana = "lb-erased"
-
-	c1 := "Chat C: what is a good name for a cat?"
-	headerUserChat(t, b.URL, ana, []map[string]any{sys, user(c1)})
-	waitConversation(t, b.URL, ana, memory.DefaultConversation, []string{"user: " + c1, "assistant: ack: " + c1})
-	a1 := "Chat A: plan a trip to Rome."
-	headerUserChat(t, a.URL, ana, []map[string]any{sys, user(a1)})
-	headerUserChat(t, a.URL, ana, []map[string]any{sys, user(a1), assistant("ack: " + a1), user("Chat A: three days.")})
+	_, c1 := seenResending(t, b.URL, a.URL, ana)
 	waitResenderShared(t, cfg)
 	if got := probeDefault(t, b.URL, up, ana, "A new chat?"); slices.Contains(got, "user: "+c1) {
 		t.Fatalf("before the erasure, B's new chat went upstream with default's turns:\n%s", strings.Join(got, "\n"))
@@ -138,27 +147,14 @@ func TestNewChatSignalErasedAcrossGateways(t *testing.T) {
 func TestNewChatSignalWithRedisDown(t *testing.T) {
 	up := upstreamtest.New(t, echoUpstream())
 	cfg := sharedNewChatConfig(t, up)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Store.RedisURL = "redis://" + ln.Addr().String() + "/0"
-	ln.Close()
+	cfg.Store.RedisURL = unreachableRedisURL(t)
 	g := startGateway(t, cfg)
-	sys := map[string]any{"role": "system", "content": "You are terse."}
 
 	const ana = "dark-ana"
-	c1 := "Chat C: what is a good name for a cat?"
-	headerUserChat(t, g.URL, ana, []map[string]any{sys, user(c1)})
-	waitConversation(t, g.URL, ana, memory.DefaultConversation, []string{"user: " + c1, "assistant: ack: " + c1})
-	a1 := "Chat A: plan a trip to Rome."
-	headerUserChat(t, g.URL, ana, []map[string]any{sys, user(a1)})
-	headerUserChat(t, g.URL, ana, []map[string]any{sys, user(a1), assistant("ack: " + a1), user("Chat A: three days.")})
+	sys, _ := seenResending(t, g.URL, g.URL, ana)
 	b1 := "Chat B: help me bake bread."
 	headerUserChat(t, g.URL, ana, []map[string]any{sys, user(b1)})
-	if got := upstreamTexts(t, up); strings.Join(got, "\n") != strings.Join([]string{"system: You are terse.", "user: " + b1}, "\n") {
-		t.Fatalf("chat B's first request went upstream as\n%s\nwant only its system prompt and question", strings.Join(got, "\n"))
-	}
+	wantUpstream(t, up, "chat B's first request", "system: You are terse.", "user: "+b1)
 
 	const solo = "dark-solo"
 	headerUserChat(t, g.URL, solo, []map[string]any{user("note 0")})
@@ -167,9 +163,7 @@ func TestNewChatSignalWithRedisDown(t *testing.T) {
 	if r.Status != http.StatusOK {
 		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
-	if got := upstreamTexts(t, up); strings.Join(got, "\n") != strings.Join([]string{"user: note 0", "assistant: ack: note 0", "user: note 1"}, "\n") {
-		t.Fatalf("newest-only turn went upstream as\n%s\nwant default's recent turns before it", strings.Join(got, "\n"))
-	}
+	wantUpstream(t, up, "the newest-only turn (default's recent turns before it)", "user: note 0", "assistant: ack: note 0", "user: note 1")
 	if d := r.Header.Get("X-Memory-Degraded"); !strings.Contains(d, memory.DegradedNewChat) {
 		t.Errorf("X-Memory-Degraded %q, want it to name %q", d, memory.DegradedNewChat)
 	}

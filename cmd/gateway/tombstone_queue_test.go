@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"net"
 	"testing"
 	"time"
 
@@ -25,13 +24,7 @@ import (
 func TestTombstonesOutliveAnUnreachableSharedQueue(t *testing.T) {
 	up := upstreamtest.New(t, echoUpstream())
 	cfg := storeConfigs(t, up)["postgres+redis"](t)
-	// A Redis nobody listens on: a port taken and released.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Store.RedisURL = "redis://" + l.Addr().String() + "/0"
-	l.Close()
+	cfg.Store.RedisURL = unreachableRedisURL(t)
 	ctx := context.Background()
 	m := openTestMemory(t, cfg)
 	if m.queue != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -36,20 +37,32 @@ func echoUpstream() http.Handler {
 // answeringUpstream answers each chat completion answer(<last user
 // message>).
 func answeringUpstream(answer func(last string) string) http.Handler {
+	return goingOnUpstream(func(last string, _ bool) string { return answer(last) })
+}
+
+// goingOnUpstream answers each chat completion answer(last, goOn): last
+// is its last user message, goOn whether its last message, system ones
+// aside, is an assistant's (the client asks the model to go on with that
+// reply: "continue").
+func goingOnUpstream(answer func(last string, goOn bool) string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var req struct {
 			Messages []json.RawMessage `json:"messages"`
 		}
 		json.Unmarshal(body, &req)
-		last := ""
+		last, role := "", ""
 		for _, raw := range req.Messages {
-			if m, err := memory.ParseMessage(raw); err == nil && m.Role == "user" {
+			m, err := memory.ParseMessage(raw)
+			if err != nil || memory.IsSystem(m.Role) {
+				continue
+			}
+			if role = m.Role; role == "user" {
 				last = m.Content
 			}
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		upstreamtest.Chat(upstreamtest.Reply{Content: answer(last)}).ServeHTTP(w, r)
+		upstreamtest.Chat(upstreamtest.Reply{Content: answer(last, role == "assistant")}).ServeHTTP(w, r)
 	})
 }
 
@@ -178,6 +191,18 @@ func storeConfigs(t *testing.T, up *upstreamtest.Server) map[string]func(t *test
 			return c
 		},
 	}
+}
+
+// unreachableRedisURL returns the URL of a Redis nothing listens on: a
+// loopback port taken and released.
+func unreachableRedisURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return "redis://" + ln.Addr().String() + "/0"
 }
 
 type chatResult struct {
