@@ -15,7 +15,8 @@ import (
 // continuingClaude is a fake Messages API: a request ending with a user
 // message is answered "ack: <its text>", one ending with an assistant
 // message (a prefill: the model goes on with it) " (more on <the last
-// user text>)" — whole or streamed, as the request asks.
+// user text>)" — whole or streamed, as the request asks. A message's text
+// is its string content or its last text block.
 func continuingClaude(t *testing.T) *httptest.Server {
 	t.Helper()
 	text := func(content json.RawMessage) string {
@@ -23,11 +24,12 @@ func continuingClaude(t *testing.T) *httptest.Server {
 		if json.Unmarshal(content, &s) == nil {
 			return s
 		}
+		// The last text block: memgate puts a recalled block before it.
 		var blocks []struct{ Type, Text string }
 		json.Unmarshal(content, &blocks)
 		for _, b := range blocks {
 			if b.Type == "text" {
-				s += b.Text
+				s = b.Text
 			}
 		}
 		return s
@@ -93,9 +95,12 @@ func bodyUserClaude(t *testing.T, url, user string, stream bool, system string, 
 // message as its SDK does: in text blocks on the Messages API (the
 // Anthropic SDKs), in text parts on Chat Completions, or as a string.
 // Whatever the form, the reply is stored at once joined with that
-// message, in its place, and the chat's next turn, which resends the
-// joined reply, goes on in the same conversation, which holds each
-// message once, none superseded — on both stores, streamed and not.
+// message, in its place: a continue of the chat's first reply adopts
+// that turn from default and supersedes the partial reply there, a
+// prefill of a new turn's reply stores the turn with the joined reply.
+// The chat's next turns, which resend the joined replies, go on in the
+// same conversation, which holds each message once — on both stores,
+// streamed and not.
 func TestPrefillInPartsIsJoined(t *testing.T) {
 	claude := continuingClaude(t)
 	up := upstreamtest.New(t, continuingUpstream())
@@ -142,6 +147,14 @@ func TestPrefillInPartsIsJoined(t *testing.T) {
 					history = append(history, map[string]any{"role": "assistant", "content": content("ack: " + text)})
 					return conv
 				}
+				// goOn asks for the last reply's continuation and joins it.
+				goOn := func() string {
+					t.Helper()
+					conv := send()
+					last := history[len(history)-1]
+					last["content"] = content(sentText(last["content"]) + " (more on " + sentText(history[len(history)-2]["content"]) + ")")
+					return conv
+				}
 				// prefill starts the reply to text itself and joins the
 				// model's continuation to it.
 				prefill := func(text, start string) string {
@@ -152,22 +165,26 @@ func TestPrefillInPartsIsJoined(t *testing.T) {
 					history[len(history)-1]["content"] = content(start + " (more on " + text + ")")
 					return conv
 				}
-				// stored waits until conversation conv holds the chat,
-				// none of it superseded.
+				// stored waits until conversation conv holds the chat, of
+				// it only the first partial reply superseded.
 				stored := func(conv string) {
 					t.Helper()
 					var want []string
 					for _, m := range history {
 						want = append(want, fmt.Sprint(m["role"], ": ", sentText(m["content"])))
 					}
-					assertLive(t, g, memory.Identity{Tenant: memory.DefaultTenant, User: user, Conversation: conv}, want, 0)
+					assertLive(t, g, memory.Identity{Tenant: memory.DefaultTenant, User: user, Conversation: conv}, want, 1)
 				}
 				if conv := say("tell me of a dragon"); conv != memory.DefaultConversation {
 					t.Fatalf("first turn in %q, want default", conv)
 				}
-				x := say("and of a knight")
+				x := goOn()
 				if x == memory.DefaultConversation {
-					t.Fatal("second turn in default")
+					t.Fatal("the first reply's continuation in default")
+				}
+				stored(x)
+				if conv := say("and of a knight"); conv != x {
+					t.Fatalf("the second turn answered in %q, want %q", conv, x)
 				}
 				if conv := prefill("who wins?", "Sure, here is who wins:"); conv != x {
 					t.Fatalf("the prefill answered in %q, want %q", conv, x)
@@ -179,7 +196,7 @@ func TestPrefillInPartsIsJoined(t *testing.T) {
 					t.Fatalf("the next turn answered in %q, want %q", conv, x)
 				}
 				stored(x)
-				assertConversations(t, g, user, map[string]int{x: 2 * 4})
+				assertConversations(t, g, user, map[string]int{x: len(history)})
 			})
 		}
 	}
