@@ -220,8 +220,14 @@ func chat(t *testing.T, url string, headers map[string]string, stream bool, msgs
 // sendChatBody posts a chat completion body as given, with headers.
 func sendChatBody(t *testing.T, url string, headers map[string]string, body map[string]any) chatResult {
 	t.Helper()
+	return sendBody(t, url+"/v1/chat/completions", headers, body)
+}
+
+// sendBody posts body as JSON to endpoint, with headers.
+func sendBody(t *testing.T, endpoint string, headers map[string]string, body map[string]any) chatResult {
+	t.Helper()
 	raw, _ := json.Marshal(body)
-	req, _ := http.NewRequest(http.MethodPost, url+"/v1/chat/completions", bytes.NewReader(raw))
+	req, _ := http.NewRequest(http.MethodPost, endpoint, bytes.NewReader(raw))
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range headers {
 		req.Header.Set(k, v)

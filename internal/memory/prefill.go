@@ -7,10 +7,11 @@ import "encoding/json"
 // "continue" of a reply cut off (SillyTavern, LibreChat), or a reply the
 // client started itself (an Anthropic prefill). prior and turn are the
 // exchange's (Cut.Prior, Cut.Turn), reply the model's answer. When turn
-// is empty, prior ends with an assistant message of text alone and reply
-// is text alone, the client shows, and resends from then on, that
-// message's text followed by the reply's: joined is the reply so (its
-// other fields the reply's), and rest is prior without that message. The
+// is empty, prior ends with an assistant message of text alone (a string
+// or text parts: textOnly) and reply is text alone, the client shows, and
+// resends from then on, that message's text followed by the reply's:
+// joined is the reply so, its content a string (its other fields the
+// reply's), and rest is prior without that message. The
 // save stores joined in that message's place — a partial reply memgate
 // stored is superseded by it, as a regenerated one is — so the chat's
 // next request, which resends the joined reply, goes on from it instead
@@ -44,11 +45,23 @@ func Prefilled(prior, turn []Message, reply Message) (rest []Message, joined Mes
 	return prior[:len(prior)-1], joined, true
 }
 
-// textOnly reports whether m's content is a string and all it holds: no
-// parts, calls or refusal.
+// textOnly reports whether m holds text alone: its content a string, or
+// text parts only (as a client may send the reply it goes on with, and
+// as Content reads them: joined with "\n"), and no calls or refusal.
 func textOnly(m Message) bool {
 	p := m.Decoded()
-	return !p.Malformed && p.Parts == nil && p.Calls == nil && p.Refusal == "" && p.Text == m.Content
+	if p.Malformed || p.Calls != nil || p.Refusal != "" {
+		return false
+	}
+	if p.Parts == nil {
+		return p.Text == m.Content
+	}
+	for _, part := range p.Parts {
+		if part.Type != "text" {
+			return false
+		}
+	}
+	return true
 }
 
 // Instructed reports whether msgs (a request's messages, system ones
@@ -58,6 +71,13 @@ func textOnly(m Message) bool {
 // "write the next reply as the user", or a quiet prompt asking for a
 // summary), not a turn of it. Its reply is not the chat's: it is not
 // stored, and the chat's history, which it leaves as it was, goes on.
+// SillyTavern's continue with its prefill off (the reply, then its nudge,
+// "[Continue your last message …]") has this shape too; only the
+// instruction's words, which the user edits and SillyTavern's versions
+// changed, tell it apart, and taking an impersonation for it would join
+// the user's words to the chat's reply. So it is not stored either, and
+// the chat's next turn, resending the reply joined with its
+// continuation, stores it as an edit of that reply.
 func Instructed(msgs []Message) bool {
 	if len(msgs) == 0 || !IsSystem(msgs[len(msgs)-1].Role) {
 		return false

@@ -28,7 +28,13 @@ func TestPrefilled(t *testing.T) {
 		{"no history", nil, []Message{u1}, reply, false},
 		{"history ends with a user message", []Message{u1}, nil, reply, false},
 		{"the last reply calls a tool", []Message{u1, msg(`{"role":"assistant","content":"","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}`)}, nil, reply, false},
-		{"the last reply in parts", []Message{u1, msg(`{"role":"assistant","content":[{"type":"text","text":"Once"}]}`)}, nil, reply, false},
+		{"the last reply in a text part", []Message{u1, msg(`{"role":"assistant","content":[{"type":"text","text":"Once"}]}`)}, nil, reply, true},
+		{"the last reply in text parts", []Message{u1, msg(`{"role":"assistant","content":[{"type":"text","text":"Once"},{"type":"text","text":"upon a time"}]}`)}, nil, reply, true},
+		{"the last reply with an image", []Message{u1, msg(`{"role":"assistant","content":[{"type":"text","text":"Once"},{"type":"image_url","image_url":{"url":"https://x/y.png"}}]}`)}, nil, reply, false},
+		{"the last reply with a refusal part", []Message{u1, msg(`{"role":"assistant","content":[{"type":"text","text":"Once"},{"type":"refusal","refusal":"no"}]}`)}, nil, reply, false},
+		{"the last reply with a refusal", []Message{u1, msg(`{"role":"assistant","content":"Once","refusal":"no"}`)}, nil, reply, false},
+		{"the reply in text parts", []Message{u1, a1}, nil, msg(`{"role":"assistant","content":[{"type":"text","text":" there was a fox."}]}`), true},
+		{"the reply with an image", []Message{u1, a1}, nil, msg(`{"role":"assistant","content":[{"type":"text","text":" there"},{"type":"image_url","image_url":{"url":"https://x/y.png"}}]}`), false},
 		{"the reply calls a tool", []Message{u1, a1}, nil, msg(`{"role":"assistant","content":"x","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}`), false},
 		{"an empty reply", []Message{u1, a1}, nil, msg(`{"role":"assistant","content":""}`), false},
 	}
@@ -56,7 +62,7 @@ func TestPrefilled(t *testing.T) {
 				t.Fatalf("joined Raw %s, want its content %q", joined.Raw, want)
 			}
 			var fields map[string]any
-			if err := json.Unmarshal(joined.Raw, &fields); err != nil || fields["reasoning_content"] != "thinking" {
+			if err := json.Unmarshal(joined.Raw, &fields); err != nil || tt.reply.Decoded().Parts == nil && fields["reasoning_content"] != "thinking" {
 				t.Fatalf("joined Raw %s lost the reply's other fields (%v)", joined.Raw, err)
 			}
 		})
