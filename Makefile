@@ -58,10 +58,13 @@ eval: services
 	LOCOMO="$(LOCOMO)" LOCOMO_CONVERSATIONS="$(LOCOMO_CONVERSATIONS)" LOCOMO_CLIENTS="$(LOCOMO_CLIENTS)" bash scripts/eval.sh
 
 ## lint: gofmt, go vet, and go.mod/go.sum as `go mod tidy` leaves them.
-lint:
+lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet $(PKGS)
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
+
+## vet: go vet over every package.
+vet:
+	$(GO) vet $(PKGS)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -37,7 +37,7 @@ const usage = `usage: gateway [command]
 
 commands:
   serve      run the gateway (default)
-  worker     run only the capture worker
+  worker     run only the capture worker and the enricher (needs a capture queue)
   migrate    apply the store's migrations and exit
   reindex    index what long exchanges left for later, and re-embed memory items
              made by another embedding model or dimension (resumable: interrupt
@@ -231,7 +231,7 @@ func mcpStdio(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("mcp: unexpected argument %q", fs.Arg(0))
 	}
 	if !memory.ValidID(*tenant) {
-		return fmt.Errorf("mcp: -tenant must be 1-128 characters of [A-Za-z0-9._:@-]: %w", memory.ErrInvalid)
+		return fmt.Errorf("mcp: -tenant must be %s: %w", memory.IDChars, memory.ErrInvalid)
 	}
 	cfg, logger, mem, err := start(ctx, getenv, logw)
 	if err != nil {

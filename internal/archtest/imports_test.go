@@ -34,7 +34,7 @@ var layers = map[string]layer{
 	"internal/lexicon":     {"a word list and its expansion: data, no memgate types", nil},
 	"internal/vec":         {"vector arithmetic", nil},
 	"internal/encoder":     {"the sentence encoder: a model over gonum, no memgate types", nil},
-	"internal/telemetry":   {"metric helpers the memory path and the stores share: must stay a leaf", nil},
+	"internal/telemetry":   {"OpenTelemetry spans the memory path and the stores start from the request's context: must stay a leaf", nil},
 	"internal/seen":        {"a bounded set of recently seen keys", nil},
 	"internal/keylock":     {"a mutex per key, its waits ended by a context", nil},
 	"internal/config":      {"strict YAML/env config: read by cmd/gateway alone, which hands each package its own options", nil},

@@ -215,8 +215,10 @@ type Store struct {
 	SQLitePath string `yaml:"sqlite_path"`
 	// PostgresURL is the PostgreSQL connection string (GATEWAY_POSTGRES_URL).
 	PostgresURL string `yaml:"postgres_url"`
-	// RedisURL is the Redis URL for the hot cache and capture queue in
-	// postgres mode (GATEWAY_REDIS_URL); empty disables Redis.
+	// RedisURL is the Redis URL (GATEWAY_REDIS_URL) for the capture and
+	// enrichment queues in postgres mode, the erasure notices and what the
+	// gateway processes share (the prints of users' newest exchanges, the
+	// users seen resending their history); empty disables Redis.
 	RedisURL string `yaml:"redis_url"`
 	// RedisPrefix starts every Redis key memgate uses, so several deployments
 	// can share one Redis.

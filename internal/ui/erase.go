@@ -24,7 +24,7 @@ type erasedData struct {
 func (u *UI) handleErase(c echo.Context) error {
 	user, ok := u.userParam(c)
 	if !ok {
-		return u.renderError(c, http.StatusBadRequest, "A user id is 1-128 characters of [A-Za-z0-9._:@-].")
+		return u.renderError(c, http.StatusBadRequest, "A user id is "+memory.IDChars+".")
 	}
 	if c.FormValue("confirm") != user {
 		return u.renderError(c, http.StatusBadRequest, "To erase a user, type their id in the confirmation field.")
@@ -40,7 +40,7 @@ func (u *UI) handleErase(c echo.Context) error {
 func (u *UI) handleErased(c echo.Context) error {
 	user, ok := u.userParam(c)
 	if !ok {
-		return u.renderError(c, http.StatusBadRequest, "A user id is 1-128 characters of [A-Za-z0-9._:@-].")
+		return u.renderError(c, http.StatusBadRequest, "A user id is "+memory.IDChars+".")
 	}
 	ctx := c.Request().Context()
 	tenant := tenantOf(c)

@@ -98,7 +98,7 @@ func (u *UI) handlePreview(c echo.Context) error {
 		d.Error = "The question is too long."
 		return u.render(c, http.StatusBadRequest, "preview", p)
 	case d.Conversation != "" && !memory.ValidID(d.Conversation):
-		d.Error = "A conversation id is 1-128 characters of [A-Za-z0-9._:@-]."
+		d.Error = "A conversation id is " + memory.IDChars + "."
 		return u.render(c, http.StatusBadRequest, "preview", p)
 	case u.deps.Preparer == nil:
 		d.Error = "Memory is not configured on this gateway."

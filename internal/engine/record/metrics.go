@@ -91,7 +91,7 @@ func newCapturerMetrics() *capturerMetrics {
 		}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_capture_failures_total",
-			Help: "Failed capture steps, by stage (save, group, enqueue, queued_check, enrich_enqueue, encode, buffer_full, save_wait, reroute, chat_lock, chat_lock_lost, expired).",
+			Help: "Failed capture steps, by stage (save, group, enqueue, queued_check, enrich_enqueue, encode, buffer_full, save_wait, reroute, chat_lock, chat_lock_held, chat_lock_lost, expired).",
 		}, []string{"stage"}),
 		saveSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "memgate_capture_save_seconds",
