@@ -452,13 +452,18 @@ func openRecall(cfg config.Config, st store, cache recall.EmbeddingCache, answer
 	return r, nil
 }
 
+// maxEmbeddingWait bounds one call to an openai embeddings API. The
+// upstream's first-byte timeout waits as long as the SDKs do for a model's
+// answer; an embedding comes in seconds, and indexing waits for it.
+const maxEmbeddingWait = 2 * time.Minute
+
 // newEmbedder returns the embedder of ec behind cache (nil: none) and its
 // collectors (see engine.NewEmbedder); openai's API is at ec.base_url
 // (default upstream.base_url) with ec.api_key (default upstream.api_key), its
 // replies bounded to 256 KiB a text (a 3,072-dimension vector is ~70 KiB of JSON).
 func newEmbedder(ec config.Embeddings, up config.Upstream, cache recall.EmbeddingCache, logger *slog.Logger) (recall.Embedder, []prometheus.Collector, error) {
 	return engine.NewEmbedder(engine.EmbedderOptions{Provider: ec.Provider, Model: ec.Model, Dims: ec.Dims(), Batch: ec.Batch, Concurrency: ec.Concurrency,
-		Client: openaiClient(ec.BaseURL, ec.APIKey, up, up.FirstByteTimeout.D(), int64(ec.Batch)<<18)}, cache, logger)
+		Client: openaiClient(ec.BaseURL, ec.APIKey, up, min(up.FirstByteTimeout.D(), maxEmbeddingWait), int64(ec.Batch)<<18)}, cache, logger)
 }
 
 // cachedStore is a store whose reads besides its searches (recent turns,

@@ -156,9 +156,13 @@ type Upstream struct {
 	APIKey string `yaml:"api_key"`
 	// ConnectTimeout bounds dialing the upstream.
 	ConnectTimeout Duration `yaml:"connect_timeout"`
-	// FirstByteTimeout bounds the wait for the upstream's response headers.
+	// FirstByteTimeout bounds the wait for the upstream's response headers
+	// (of a non-streamed reply, the whole answer). The default, 10 minutes,
+	// is the official SDKs' own timeout: a reasoning model may take minutes.
 	FirstByteTimeout Duration `yaml:"first_byte_timeout"`
-	// IdleStreamTimeout aborts a stream that sends nothing for this long.
+	// IdleStreamTimeout aborts a stream that sends nothing for this long
+	// (10 minutes by default: OpenAI's chat streams send nothing while a
+	// reasoning model thinks).
 	IdleStreamTimeout Duration `yaml:"idle_stream_timeout"`
 	// MaxIdleConns is the size of the keep-alive pool per upstream host; size
 	// it to the gateway's concurrency.
@@ -575,8 +579,8 @@ func Default() Config {
 		Upstream: Upstream{
 			BaseURL:           "https://api.openai.com/v1",
 			ConnectTimeout:    Duration(5 * time.Second),
-			FirstByteTimeout:  Duration(120 * time.Second),
-			IdleStreamTimeout: Duration(60 * time.Second),
+			FirstByteTimeout:  Duration(10 * time.Minute),
+			IdleStreamTimeout: Duration(10 * time.Minute),
 			MaxIdleConns:      1024,
 			Retries:           2,
 			RetryBaseDelay:    Duration(100 * time.Millisecond),

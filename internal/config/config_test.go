@@ -457,3 +457,21 @@ func yamlKeys(t reflect.Type, prefix string, keys map[string]bool) {
 		yamlKeys(t.Field(i).Type, name, keys)
 	}
 }
+
+// TestDefaultUpstreamTimeoutsOutwaitTheSDKs: the official OpenAI and
+// Anthropic SDKs wait 10 minutes for a request by default, and a reasoning
+// model may answer a non-streamed request only after minutes, or stream
+// nothing while it thinks (OpenAI's chat completions send no bytes during
+// reasoning). A shorter default would have memgate cut a request its SDK
+// was still waiting for: a 504 the SDK retries (a new generation, billed,
+// each time), or a stream broken off mid-answer.
+func TestDefaultUpstreamTimeoutsOutwaitTheSDKs(t *testing.T) {
+	const sdkTimeout = 10 * time.Minute
+	up := Default().Upstream
+	if up.FirstByteTimeout.D() < sdkTimeout {
+		t.Errorf("upstream.first_byte_timeout %v, want at least the SDKs' %v", up.FirstByteTimeout.D(), sdkTimeout)
+	}
+	if up.IdleStreamTimeout.D() < sdkTimeout {
+		t.Errorf("upstream.idle_stream_timeout %v, want at least the SDKs' %v", up.IdleStreamTimeout.D(), sdkTimeout)
+	}
+}

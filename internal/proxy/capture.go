@@ -167,11 +167,24 @@ func (c *exchangeCapture) undecodable(err error) {
 	c.skipped(err)
 }
 
-// abandon stops a capture that did not finish (the response was aborted).
-func (c *exchangeCapture) abandon() {
-	if !c.done && c.stream != nil {
-		c.stream.abandon()
+// abandon ends a stream's capture when the relay was aborted (the client
+// hung up, or the upstream broke off) before the stream's body ended it. A
+// reply the API's reassembler holds whole is captured all the same (on a
+// goroutine that Proxy.Wait waits for): a chat client that stops reading
+// once it has the finish_reason, before the usage chunk or [DONE], hung up
+// with the whole answer, which is stored as it is when the upstream ends
+// the stream there. A reply cut off before that is dropped, uncounted: the
+// client chose to stop it.
+func (c *exchangeCapture) abandon(ctx context.Context) {
+	if c.done || c.stream == nil {
+		return
 	}
+	c.done = true
+	c.p.captures.Go(func() {
+		if reply, usage, err := c.stream.result(); err == nil {
+			c.capture(ctx, reply, usage)
+		}
+	})
 }
 
 func (c *exchangeCapture) skipped(err error) {

@@ -226,7 +226,7 @@ func TestFinishThenAbandonClosesTheStreamOnce(t *testing.T) {
 		c := &exchangeCapture{p: p, stream: newTee(&failingStream{})}
 		c.stream.feed([]byte("data: {}\n\n"))
 		c.finish(context.Background())
-		c.abandon()
+		c.abandon(context.Background())
 	}
 	p.captures.Wait()
 }

@@ -320,7 +320,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 						f.capture.seed = routed.Seed // none when Continued
 					}
 				}
-				defer f.capture.abandon()
+				defer f.capture.abandon(r.Context())
 			}
 		}
 		if aux.readErr() != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
@@ -112,4 +113,56 @@ func TestStreamBrokenMidwayIsAbortedNotRetried(t *testing.T) {
 		t.Errorf("upstream called %d times, want 1 (no retry after the first byte)", n)
 	}
 	g.waitMetric(t, `memgate_http_requests_total{route="chat",status="502"} 1`)
+}
+
+// TestClientHangUpAfterFinishStoresTurn: a client that stops reading a chat
+// stream once it has the reply's finish_reason (an SDK loop that breaks on
+// it, before the usage chunk or [DONE]) hangs up with the whole reply in
+// hand; the turn is stored as it is when the upstream ends the stream
+// there. A client that hangs up before the finish_reason (a stop button)
+// has no whole reply, and nothing is stored.
+func TestClientHangUpAfterFinishStoresTurn(t *testing.T) {
+	chunk := func(delta, finish string) string {
+		return `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":` +
+			delta + `,"finish_reason":` + finish + `}]}`
+	}
+	for _, tt := range []struct {
+		name   string
+		events []string
+		stored bool
+	}{
+		{"after finish_reason", []string{chunk(`{"role":"assistant","content":"You like tea."}`, "null"), chunk(`{}`, `"stop"`)}, true},
+		{"before finish_reason", []string{chunk(`{"role":"assistant","content":"You like"}`, "null")}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			feed := upstreamtest.NewFeed()
+			up := upstreamtest.New(t, feed)
+			captured := make(chanCapturer, 1)
+			g := mustGateway(t, up, nil, Deps{Resolver: identity.New(nil), Capturer: captured})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			resp := g.streamRequest(t, ctx, map[string]string{"X-Memory-User": "alice"})
+			br := bufio.NewReader(resp.Body)
+			for _, e := range tt.events {
+				feed.Send(t, e)
+				if got := readEvent(t, br); got != "data: "+e+"\n" {
+					t.Fatalf("event %q, want data: %s", got, e)
+				}
+			}
+			cancel()
+			wait(t, feed.Canceled(), "upstream request to be cancelled")
+			g.waitMetric(t, `memgate_http_requests_total{route="chat",status="499"} 1`)
+			if !tt.stored {
+				g.p.Wait()
+				if len(captured) != 0 {
+					t.Fatalf("a reply cut off before its finish_reason was captured: %+v", <-captured)
+				}
+				return
+			}
+			ex := wait(t, captured, "the exchange to be captured")
+			if ex.User != "alice" || len(ex.Turn) != 1 || ex.Turn[0].Content != "hi" || ex.Reply.Content != "You like tea." {
+				t.Errorf("exchange: user %q, turn %+v, reply %+v", ex.User, ex.Turn, ex.Reply)
+			}
+		})
+	}
 }
