@@ -3,7 +3,9 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -243,5 +245,60 @@ func TestMissingKeyNotCounted(t *testing.T) {
 	}
 	if resp, b := send(http.MethodPost, "Bearer good"); resp.StatusCode != 200 {
 		t.Fatalf("the right key after requests without one: status %d, want 200: %s", resp.StatusCode, b)
+	}
+}
+
+// watchedBody is a request body that records whether it was read.
+type watchedBody struct {
+	r    io.Reader
+	read atomic.Bool
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	b.read.Store(true)
+	return b.r.Read(p)
+}
+
+func (b *watchedBody) Close() error { return nil }
+
+// TestKeyCheckedBeforeBody: with gateway keys, a memory route refuses a
+// request presenting no key or a wrong one without reading its body. It
+// read the body first (up to max_body_bytes, for up to a minute, in a
+// buffer as large as the declared length), so anyone reaching the port
+// held that much of the gateway's memory per connection, key or not.
+func TestKeyCheckedBeforeBody(t *testing.T) {
+	up := upstreamtest.New(t, nil)
+	cfg := testConfig(up)
+	cfg.Upstream.Anthropic.BaseURL = up.URL()
+	keyed := identity.New([]identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "a"}})
+	srv, _ := newGateway(t, cfg, Deps{Resolver: keyed}, nil, io.Discard)
+	bodies := map[string]string{
+		"/v1/chat/completions": `{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
+		"/v1/messages":         `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`,
+		"/v1/responses":        `{"model":"m","input":"hi"}`,
+	}
+	for path, body := range bodies {
+		for _, auth := range []string{"", "Bearer wrong-key"} {
+			t.Run(path+" "+auth, func(t *testing.T) {
+				wb := &watchedBody{r: strings.NewReader(body)}
+				req := httptest.NewRequest(http.MethodPost, path, wb)
+				req.ContentLength = int64(len(body))
+				req.Header.Set("Content-Type", "application/json")
+				if auth != "" {
+					req.Header.Set("Authorization", auth)
+				}
+				rec := httptest.NewRecorder()
+				srv.Handler().ServeHTTP(rec, req)
+				if rec.Code != http.StatusUnauthorized {
+					t.Fatalf("status %d, want 401: %s", rec.Code, rec.Body)
+				}
+				if wb.read.Load() {
+					t.Fatal("the body of a request without a valid key was read")
+				}
+			})
+		}
+	}
+	if up.Calls() != 0 {
+		t.Fatalf("upstream called %d times", up.Calls())
 	}
 }
