@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -300,5 +301,35 @@ func TestKeyCheckedBeforeBody(t *testing.T) {
 	}
 	if up.Calls() != 0 {
 		t.Fatalf("upstream called %d times", up.Calls())
+	}
+}
+
+// TestRelayedDocumentsSandboxed: what the upstream answers is relayed under
+// the gateway's origin, which the management API and the inspector share,
+// and without a key a top-level navigation reaches /v1: a page the
+// upstream serves (a file's content, an error page) opens sandboxed, so
+// its script cannot read the memory of the gateway's origin. It opened as
+// a document of that origin.
+func TestRelayedDocumentsSandboxed(t *testing.T) {
+	up := upstreamtest.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'")
+		w.Write([]byte(`<script>fetch("/v1/memory/conversations?user=alice")</script>`))
+	}))
+	g := mustGateway(t, up, func(c *gatewayConfig) { c.Upstream.APIKey = "sk-operator" },
+		Deps{Resolver: identity.New(nil), Browser: server.NewBrowserGuard("127.0.0.1:8080", nil, nil)})
+	req, _ := http.NewRequest(http.MethodGet, g.URL+"/v1/files/file-1/content", nil)
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	req.Header.Set("Sec-Fetch-Mode", "navigate")
+	resp, _ := do(t, req)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	csp := resp.Header.Values("Content-Security-Policy")
+	if !slices.Contains(csp, "sandbox") || !slices.Contains(csp, "default-src 'self'") {
+		t.Fatalf("Content-Security-Policy %q, want the upstream's and sandbox", csp)
+	}
+	if got := resp.Header.Get("X-Content-Type-Options"); got != "nosniff" {
+		t.Fatalf("X-Content-Type-Options %q, want nosniff", got)
 	}
 }

@@ -203,6 +203,15 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	dropUpstreamOwn(resp.Trailer)
 	if resp.StatusCode != http.StatusSwitchingProtocols { // its body is the connection
 		resp.Body = &trailerBody{ReadCloser: resp.Body, trailer: &resp.Trailer}
+		// Relayed under the gateway's origin, which the management API
+		// and the inspector share (and, without a key, a top-level
+		// navigation reaches /v1): a document the upstream sends (a
+		// file's content, an error page) opens sandboxed, in an origin
+		// of its own, so its script reads nothing of the gateway's. A
+		// second policy only narrows the upstream's; API clients
+		// ignore both.
+		resp.Header.Add("Content-Security-Policy", "sandbox")
+		resp.Header.Set("X-Content-Type-Options", "nosniff")
 	}
 	f := forwardOf(resp.Request.Context())
 	if f == nil {
