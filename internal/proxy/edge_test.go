@@ -333,3 +333,31 @@ func TestRelayedDocumentsSandboxed(t *testing.T) {
 		t.Fatalf("X-Content-Type-Options %q, want nosniff", got)
 	}
 }
+
+// TestMemoryRoutesNeverUpgrade: a memory route's request goes upstream
+// without the client's Upgrade. It went with it, so an upstream that
+// switches protocols on it (a WebSocket mode of /v1/responses) would give
+// the client a tunnel carrying the operator's key, every message of which
+// passed memory, capture and the per-tenant checks of provider states by.
+func TestMemoryRoutesNeverUpgrade(t *testing.T) {
+	var upgrade atomic.Value
+	up := upstreamtest.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		upgrade.Store(r.Header.Get("Upgrade") + "|" + r.Header.Get("Connection"))
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"resp_1","object":"response","status":"completed","output":[]}`))
+	}))
+	keyed := identity.New([]identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "a"}})
+	g := mustGateway(t, up, func(c *gatewayConfig) { c.Upstream.APIKey = "sk-operator" }, Deps{Resolver: keyed})
+	req, _ := http.NewRequest(http.MethodPost, g.URL+"/v1/responses", strings.NewReader(`{"model":"m","input":"hi","store":false}`))
+	req.Header.Set("Authorization", "Bearer gw-key")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket")
+	resp, b := do(t, req)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	if got, _ := upgrade.Load().(string); got != "|" {
+		t.Fatalf("upstream got Upgrade|Connection %q, want neither", got)
+	}
+}

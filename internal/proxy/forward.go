@@ -155,6 +155,15 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 		return
 	}
 	h["X-Request-Id"] = []string{f.x.ID()}
+	if f.memory {
+		// A memory-on exchange is one request and its reply, read and
+		// captured: the reverse proxy would forward the client's
+		// Upgrade, and a protocol the upstream switched to would carry
+		// the operator's key past memory, capture and the per-tenant
+		// checks of every later message. Without it, a 101 is refused.
+		delete(h, "Upgrade")
+		delete(h, "Connection")
+	}
 	if f.memory || f.bodyRead {
 		// The gateway read the body, answering the client's Expect
 		// itself: forwarded, it would make the transport wait for an
