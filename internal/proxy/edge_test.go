@@ -361,3 +361,32 @@ func TestMemoryRoutesNeverUpgrade(t *testing.T) {
 		t.Fatalf("upstream got Upgrade|Connection %q, want neither", got)
 	}
 }
+
+// TestTraceNotForwarded: TRACE never goes upstream. It went, on every
+// passthrough route, with the operator's provider key, and an upstream
+// that answers TRACE (Apache's default TraceEnable) echoes the request it
+// received: the key, to whoever reaches the port.
+func TestTraceNotForwarded(t *testing.T) {
+	up := upstreamtest.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "message/http")
+		r.Header.Write(w)
+	}))
+	g := mustGateway(t, up, func(c *gatewayConfig) {
+		c.Upstream.APIKey = "sk-operator"
+		c.Upstream.Anthropic.BaseURL = up.URL()
+		c.Upstream.Anthropic.APIKey = "sk-ant-operator"
+	}, Deps{Resolver: identity.New(nil)})
+	for _, path := range []string{"/v1/models", "/v1/chat/completions", "/v1/messages/batches"} {
+		req, _ := http.NewRequest(http.MethodTrace, g.URL+path, nil)
+		if strings.HasPrefix(path, "/v1/messages") {
+			req.Header.Set("Anthropic-Version", "2023-06-01")
+		}
+		resp, b := do(t, req)
+		if resp.StatusCode != http.StatusMethodNotAllowed || strings.Contains(string(b), "sk-") {
+			t.Fatalf("TRACE %s: status %d, want 405: %s", path, resp.StatusCode, b)
+		}
+	}
+	if up.Calls() != 0 {
+		t.Fatalf("TRACE reached the upstream %d times", up.Calls())
+	}
+}

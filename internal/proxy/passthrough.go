@@ -31,6 +31,13 @@ import (
 func (p *Proxy) handlePassthrough(a *api) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
+		if r.Method == http.MethodTrace {
+			// An upstream that answers TRACE echoes the request it got,
+			// the provider key the gateway added among its headers.
+			a.writeError(c.Response(), &apierr.Error{Status: http.StatusMethodNotAllowed, Type: apierr.TypeInvalidRequest,
+				Code: "method_not_allowed", Message: "This gateway does not forward TRACE."})
+			return nil
+		}
 		f := &forward{x: server.ExchangeOf(r.Context()), api: a}
 		if p.requireKey() {
 			id, _, aerr := p.identify(r, "")
