@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"io"
@@ -388,5 +390,48 @@ func TestTraceNotForwarded(t *testing.T) {
 	}
 	if up.Calls() != 0 {
 		t.Fatalf("TRACE reached the upstream %d times", up.Calls())
+	}
+}
+
+// TestCheckedBodiesNotEncoded: a passthrough body the gateway reads to
+// check the provider states it names goes upstream only when the gateway
+// could read it: one sent with a Content-Encoding (gzip, which the
+// Anthropic API decodes) is a 415. It went upstream unchecked: a token
+// count naming another tenant's file read that file.
+func TestCheckedBodiesNotEncoded(t *testing.T) {
+	up := upstreamtest.New(t, nil)
+	g := anthropicGateway(t, up, newFakeStates(), "POST /v1/messages/count_tokens")
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"document","source":{"type":"file","file_id":"file_other"}}]}]}`))
+	zw.Close()
+	req, _ := http.NewRequest(http.MethodPost, g.URL+"/v1/messages/count_tokens", bytes.NewReader(gz.Bytes()))
+	req.Header.Set("Authorization", "Bearer gw-key")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Encoding", "gzip")
+	req.Header.Set("Anthropic-Version", "2023-06-01")
+	if resp, b := do(t, req); resp.StatusCode != http.StatusUnsupportedMediaType || !strings.Contains(string(b), `"type":"error"`) {
+		t.Errorf("status %d, want 415 in Anthropic's shape: %s", resp.StatusCode, b)
+	}
+	if up.Calls() != 0 {
+		t.Fatalf("an encoded body reached the upstream unchecked (%d calls)", up.Calls())
+	}
+}
+
+// TestMemoryBodiesNotEncoded: a memory route's body sent with a
+// Content-Encoding is a 415. Read as it came (as JSON), it went upstream
+// with its Content-Encoding, for the provider to decode into a body the
+// gateway never read.
+func TestMemoryBodiesNotEncoded(t *testing.T) {
+	up := upstreamtest.New(t, nil)
+	g := mustGateway(t, up, nil, Deps{Resolver: identity.New(nil)})
+	req, _ := http.NewRequest(http.MethodPost, g.URL+"/v1/chat/completions", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Encoding", "br")
+	if resp, b := do(t, req); resp.StatusCode != http.StatusUnsupportedMediaType {
+		t.Fatalf("status %d, want 415: %s", resp.StatusCode, b)
+	}
+	if up.Calls() != 0 {
+		t.Fatalf("upstream called %d times", up.Calls())
 	}
 }

@@ -194,6 +194,9 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 				return fail(aerr)
 			}
 		}
+		if aerr := encodedBody(r); aerr != nil {
+			return fail(aerr)
+		}
 		raw, aerr := readBody(w, r, p.opts.MaxBodyBytes)
 		if aerr != nil {
 			return fail(aerr)
