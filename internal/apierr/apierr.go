@@ -6,6 +6,7 @@
 package apierr
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -96,6 +97,10 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(append(b, '\n'))
 }
 
+// preallocBytes is the most ReadBody allocates for a body before its
+// bytes arrive.
+const preallocBytes = 64 << 10
+
 // ReadBody reads the request body through http.MaxBytesReader, answering
 // (through the returned error) 413 when it exceeds limit: the handler writes
 // that answer before the server closes the connection, so the client reads a
@@ -110,17 +115,15 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *Err
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
-	body := http.MaxBytesReader(w, r.Body, limit)
-	var (
-		b   []byte
-		err error
-	)
-	if r.ContentLength > 0 {
-		// The server's body reader enforces the declared length.
-		b = make([]byte, r.ContentLength)
-		_, err = io.ReadFull(body, b)
-	} else {
-		b, err = io.ReadAll(body)
+	// The buffer grows as bytes arrive: a declared length sizes it up to
+	// preallocBytes only, so a client declaring the limit and sending
+	// little holds little of the gateway's memory.
+	buf := bytes.NewBuffer(make([]byte, 0, min(max(r.ContentLength, bytes.MinRead), preallocBytes)))
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	if err == nil && r.ContentLength > 0 && int64(buf.Len()) != r.ContentLength {
+		// The server's body reader enforces the declared length; a
+		// reader that does not (a test's) is held to it here.
+		err = io.ErrUnexpectedEOF
 	}
 	if err != nil {
 		var mb *http.MaxBytesError
@@ -129,5 +132,5 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *Err
 		}
 		return nil, Invalid("", "The request body could not be read.")
 	}
-	return b, nil
+	return buf.Bytes(), nil
 }

@@ -1,9 +1,14 @@
 package proxy
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -243,5 +248,190 @@ func TestMissingKeyNotCounted(t *testing.T) {
 	}
 	if resp, b := send(http.MethodPost, "Bearer good"); resp.StatusCode != 200 {
 		t.Fatalf("the right key after requests without one: status %d, want 200: %s", resp.StatusCode, b)
+	}
+}
+
+// watchedBody is a request body that records whether it was read.
+type watchedBody struct {
+	r    io.Reader
+	read atomic.Bool
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	b.read.Store(true)
+	return b.r.Read(p)
+}
+
+func (b *watchedBody) Close() error { return nil }
+
+// TestKeyCheckedBeforeBody: with gateway keys, a memory route refuses a
+// request presenting no key or a wrong one without reading its body. It
+// read the body first (up to max_body_bytes, for up to a minute, in a
+// buffer as large as the declared length), so anyone reaching the port
+// held that much of the gateway's memory per connection, key or not.
+func TestKeyCheckedBeforeBody(t *testing.T) {
+	up := upstreamtest.New(t, nil)
+	cfg := testConfig(up)
+	cfg.Upstream.Anthropic.BaseURL = up.URL()
+	keyed := identity.New([]identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "a"}})
+	srv, _ := newGateway(t, cfg, Deps{Resolver: keyed}, nil, io.Discard)
+	bodies := map[string]string{
+		"/v1/chat/completions": `{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
+		"/v1/messages":         `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`,
+		"/v1/responses":        `{"model":"m","input":"hi"}`,
+	}
+	for path, body := range bodies {
+		for _, auth := range []string{"", "Bearer wrong-key"} {
+			t.Run(path+" "+auth, func(t *testing.T) {
+				wb := &watchedBody{r: strings.NewReader(body)}
+				req := httptest.NewRequest(http.MethodPost, path, wb)
+				req.ContentLength = int64(len(body))
+				req.Header.Set("Content-Type", "application/json")
+				if auth != "" {
+					req.Header.Set("Authorization", auth)
+				}
+				rec := httptest.NewRecorder()
+				srv.Handler().ServeHTTP(rec, req)
+				if rec.Code != http.StatusUnauthorized {
+					t.Fatalf("status %d, want 401: %s", rec.Code, rec.Body)
+				}
+				if wb.read.Load() {
+					t.Fatal("the body of a request without a valid key was read")
+				}
+			})
+		}
+	}
+	if up.Calls() != 0 {
+		t.Fatalf("upstream called %d times", up.Calls())
+	}
+}
+
+// TestRelayedDocumentsSandboxed: what the upstream answers is relayed under
+// the gateway's origin, which the management API and the inspector share,
+// and without a key a top-level navigation reaches /v1: a page the
+// upstream serves (a file's content, an error page) opens sandboxed, so
+// its script cannot read the memory of the gateway's origin. It opened as
+// a document of that origin.
+func TestRelayedDocumentsSandboxed(t *testing.T) {
+	up := upstreamtest.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'")
+		w.Write([]byte(`<script>fetch("/v1/memory/conversations?user=alice")</script>`))
+	}))
+	g := mustGateway(t, up, func(c *gatewayConfig) { c.Upstream.APIKey = "sk-operator" },
+		Deps{Resolver: identity.New(nil), Browser: server.NewBrowserGuard("127.0.0.1:8080", nil, nil)})
+	req, _ := http.NewRequest(http.MethodGet, g.URL+"/v1/files/file-1/content", nil)
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	req.Header.Set("Sec-Fetch-Mode", "navigate")
+	resp, _ := do(t, req)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	csp := resp.Header.Values("Content-Security-Policy")
+	if !slices.Contains(csp, "sandbox") || !slices.Contains(csp, "default-src 'self'") {
+		t.Fatalf("Content-Security-Policy %q, want the upstream's and sandbox", csp)
+	}
+	if got := resp.Header.Get("X-Content-Type-Options"); got != "nosniff" {
+		t.Fatalf("X-Content-Type-Options %q, want nosniff", got)
+	}
+}
+
+// TestMemoryRoutesNeverUpgrade: a memory route's request goes upstream
+// without the client's Upgrade. It went with it, so an upstream that
+// switches protocols on it (a WebSocket mode of /v1/responses) would give
+// the client a tunnel carrying the operator's key, every message of which
+// passed memory, capture and the per-tenant checks of provider states by.
+func TestMemoryRoutesNeverUpgrade(t *testing.T) {
+	var upgrade atomic.Value
+	up := upstreamtest.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		upgrade.Store(r.Header.Get("Upgrade") + "|" + r.Header.Get("Connection"))
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"resp_1","object":"response","status":"completed","output":[]}`))
+	}))
+	keyed := identity.New([]identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "a"}})
+	g := mustGateway(t, up, func(c *gatewayConfig) { c.Upstream.APIKey = "sk-operator" }, Deps{Resolver: keyed})
+	req, _ := http.NewRequest(http.MethodPost, g.URL+"/v1/responses", strings.NewReader(`{"model":"m","input":"hi","store":false}`))
+	req.Header.Set("Authorization", "Bearer gw-key")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket")
+	resp, b := do(t, req)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	if got, _ := upgrade.Load().(string); got != "|" {
+		t.Fatalf("upstream got Upgrade|Connection %q, want neither", got)
+	}
+}
+
+// TestTraceNotForwarded: TRACE never goes upstream. It went, on every
+// passthrough route, with the operator's provider key, and an upstream
+// that answers TRACE (Apache's default TraceEnable) echoes the request it
+// received: the key, to whoever reaches the port.
+func TestTraceNotForwarded(t *testing.T) {
+	up := upstreamtest.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "message/http")
+		r.Header.Write(w)
+	}))
+	g := mustGateway(t, up, func(c *gatewayConfig) {
+		c.Upstream.APIKey = "sk-operator"
+		c.Upstream.Anthropic.BaseURL = up.URL()
+		c.Upstream.Anthropic.APIKey = "sk-ant-operator"
+	}, Deps{Resolver: identity.New(nil)})
+	for _, path := range []string{"/v1/models", "/v1/chat/completions", "/v1/messages/batches"} {
+		req, _ := http.NewRequest(http.MethodTrace, g.URL+path, nil)
+		if strings.HasPrefix(path, "/v1/messages") {
+			req.Header.Set("Anthropic-Version", "2023-06-01")
+		}
+		resp, b := do(t, req)
+		if resp.StatusCode != http.StatusMethodNotAllowed || strings.Contains(string(b), "sk-") {
+			t.Fatalf("TRACE %s: status %d, want 405: %s", path, resp.StatusCode, b)
+		}
+	}
+	if up.Calls() != 0 {
+		t.Fatalf("TRACE reached the upstream %d times", up.Calls())
+	}
+}
+
+// TestCheckedBodiesNotEncoded: a passthrough body the gateway reads to
+// check the provider states it names goes upstream only when the gateway
+// could read it: one sent with a Content-Encoding (gzip, which the
+// Anthropic API decodes) is a 415. It went upstream unchecked: a token
+// count naming another tenant's file read that file.
+func TestCheckedBodiesNotEncoded(t *testing.T) {
+	up := upstreamtest.New(t, nil)
+	g := anthropicGateway(t, up, newFakeStates(), "POST /v1/messages/count_tokens")
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"document","source":{"type":"file","file_id":"file_other"}}]}]}`))
+	zw.Close()
+	req, _ := http.NewRequest(http.MethodPost, g.URL+"/v1/messages/count_tokens", bytes.NewReader(gz.Bytes()))
+	req.Header.Set("Authorization", "Bearer gw-key")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Encoding", "gzip")
+	req.Header.Set("Anthropic-Version", "2023-06-01")
+	if resp, b := do(t, req); resp.StatusCode != http.StatusUnsupportedMediaType || !strings.Contains(string(b), `"type":"error"`) {
+		t.Errorf("status %d, want 415 in Anthropic's shape: %s", resp.StatusCode, b)
+	}
+	if up.Calls() != 0 {
+		t.Fatalf("an encoded body reached the upstream unchecked (%d calls)", up.Calls())
+	}
+}
+
+// TestMemoryBodiesNotEncoded: a memory route's body sent with a
+// Content-Encoding is a 415. Read as it came (as JSON), it went upstream
+// with its Content-Encoding, for the provider to decode into a body the
+// gateway never read.
+func TestMemoryBodiesNotEncoded(t *testing.T) {
+	up := upstreamtest.New(t, nil)
+	g := mustGateway(t, up, nil, Deps{Resolver: identity.New(nil)})
+	req, _ := http.NewRequest(http.MethodPost, g.URL+"/v1/chat/completions", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Encoding", "br")
+	if resp, b := do(t, req); resp.StatusCode != http.StatusUnsupportedMediaType {
+		t.Fatalf("status %d, want 415: %s", resp.StatusCode, b)
+	}
+	if up.Calls() != 0 {
+		t.Fatalf("upstream called %d times", up.Calls())
 	}
 }

@@ -155,6 +155,15 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 		return
 	}
 	h["X-Request-Id"] = []string{f.x.ID()}
+	if f.memory {
+		// A memory-on exchange is one request and its reply, read and
+		// captured: the reverse proxy would forward the client's
+		// Upgrade, and a protocol the upstream switched to would carry
+		// the operator's key past memory, capture and the per-tenant
+		// checks of every later message. Without it, a 101 is refused.
+		delete(h, "Upgrade")
+		delete(h, "Connection")
+	}
 	if f.memory || f.bodyRead {
 		// The gateway read the body, answering the client's Expect
 		// itself: forwarded, it would make the transport wait for an
@@ -203,6 +212,15 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	dropUpstreamOwn(resp.Trailer)
 	if resp.StatusCode != http.StatusSwitchingProtocols { // its body is the connection
 		resp.Body = &trailerBody{ReadCloser: resp.Body, trailer: &resp.Trailer}
+		// Relayed under the gateway's origin, which the management API
+		// and the inspector share (and, without a key, a top-level
+		// navigation reaches /v1): a document the upstream sends (a
+		// file's content, an error page) opens sandboxed, in an origin
+		// of its own, so its script reads nothing of the gateway's. A
+		// second policy only narrows the upstream's; API clients
+		// ignore both.
+		resp.Header.Add("Content-Security-Policy", "sandbox")
+		resp.Header.Set("X-Content-Type-Options", "nosniff")
 	}
 	f := forwardOf(resp.Request.Context())
 	if f == nil {

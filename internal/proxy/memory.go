@@ -185,6 +185,18 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 			return nil
 		}
 		x := server.ExchangeOf(r.Context())
+		if p.requireKey() {
+			// The key is in the headers: a request without a valid one
+			// is refused before its body (up to MaxBodyBytes, read for
+			// up to bodyReadTimeout) takes any of the gateway's memory.
+			// The body's user only names the user, checked below.
+			if _, _, aerr := p.identify(r, ""); aerr != nil {
+				return fail(aerr)
+			}
+		}
+		if aerr := encodedBody(r); aerr != nil {
+			return fail(aerr)
+		}
 		raw, aerr := readBody(w, r, p.opts.MaxBodyBytes)
 		if aerr != nil {
 			return fail(aerr)

@@ -31,6 +31,13 @@ import (
 func (p *Proxy) handlePassthrough(a *api) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
+		if r.Method == http.MethodTrace {
+			// An upstream that answers TRACE echoes the request it got,
+			// the provider key the gateway added among its headers.
+			a.writeError(c.Response(), &apierr.Error{Status: http.StatusMethodNotAllowed, Type: apierr.TypeInvalidRequest,
+				Code: "method_not_allowed", Message: "This gateway does not forward TRACE."})
+			return nil
+		}
 		f := &forward{x: server.ExchangeOf(r.Context()), api: a}
 		if p.requireKey() {
 			id, _, aerr := p.identify(r, "")
@@ -196,6 +203,9 @@ func conversationItems(pth string) bool {
 // (dropForeignIDs).
 func (p *Proxy) checkBody(c echo.Context, id memory.Identity, named func([]byte) (*dialect.StateBody, *apierr.Error)) *apierr.Error {
 	r := c.Request()
+	if aerr := encodedBody(r); aerr != nil {
+		return aerr
+	}
 	raw, aerr := readBody(c.Response(), r, p.opts.MaxBodyBytes)
 	if aerr != nil {
 		return aerr
@@ -215,6 +225,20 @@ func (p *Proxy) checkBody(c echo.Context, id memory.Identity, named func([]byte)
 		r.TransferEncoding = nil
 		return nil
 	})
+}
+
+// encodedBody refuses a request body sent with a Content-Encoding, on the
+// routes whose bodies the gateway reads before they go upstream (memory's,
+// and the passthrough bodies whose provider states it checks): the
+// provider would decode what the gateway read as it came, and act on what
+// the gateway never checked.
+func encodedBody(r *http.Request) *apierr.Error {
+	enc := r.Header.Values("Content-Encoding")
+	if len(enc) == 0 || len(enc) == 1 && strings.EqualFold(strings.TrimSpace(enc[0]), "identity") {
+		return nil
+	}
+	return &apierr.Error{Status: http.StatusUnsupportedMediaType, Type: apierr.TypeInvalidRequest, Code: "unsupported_media_type",
+		Message: "This gateway reads this body before it goes upstream: send it without a Content-Encoding."}
 }
 
 // responsesPath is the Responses API.

@@ -14,10 +14,12 @@ package ui
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"net/http"
 	"time"
 
@@ -159,7 +161,7 @@ func New(deps Deps, opts Options, logger *slog.Logger) (*UI, error) {
 
 // Register adds the /ui routes to srv.
 func (u *UI) Register(srv *server.Server) {
-	g := srv.Echo().Group("/ui", srv.Route("ui"), u.secureHeaders)
+	g := srv.Echo().Group("/ui", srv.Route("ui"), u.secureHeaders, u.formBody)
 	g.GET("", u.redirect("/ui/users"))
 	g.GET("/", u.redirect("/ui/users"))
 	g.GET("/static/*", echo.WrapHandler(u.static))
@@ -198,6 +200,45 @@ func (u *UI) secureHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set("Referrer-Policy", "same-origin")
 		if c.Request().URL.Path != "" && !isStatic(c.Request().URL.Path) {
 			h.Set("Cache-Control", "no-store")
+		}
+		return next(c)
+	}
+}
+
+// Bounds of a form post: the inspector's forms hold a key, a CSRF token
+// and a user id, URL-encoded.
+const (
+	maxFormBytes    = 64 << 10
+	formReadTimeout = 60 * time.Second
+)
+
+// formBody reads a POST's form before any handler or guard does: the
+// URL-encoded body the inspector's forms send, up to maxFormBytes and
+// within formReadTimeout. Any other body is refused unread (a multipart
+// one's files would be spooled to disk, without limit, by the first
+// FormValue), and so is a larger one: the login form is open to whoever
+// reaches the port.
+func (u *UI) formBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.Method != http.MethodPost {
+			return next(c)
+		}
+		if ct := r.Header.Get("Content-Type"); ct != "" {
+			if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/x-www-form-urlencoded" {
+				return u.renderError(c, http.StatusUnsupportedMediaType, "The inspector takes its own forms only.")
+			}
+		}
+		rc := http.NewResponseController(c.Response())
+		_ = rc.SetReadDeadline(time.Now().Add(formReadTimeout)) // not every writer has one (tests')
+		defer rc.SetReadDeadline(time.Time{})
+		r.Body = http.MaxBytesReader(c.Response(), r.Body, maxFormBytes)
+		if err := r.ParseForm(); err != nil {
+			var mb *http.MaxBytesError
+			if errors.As(err, &mb) {
+				return u.renderError(c, http.StatusRequestEntityTooLarge, "The form is larger than the inspector's forms.")
+			}
+			return u.renderError(c, http.StatusBadRequest, "The form could not be read.")
 		}
 		return next(c)
 	}

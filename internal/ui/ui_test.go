@@ -93,6 +93,15 @@ func mustStore(tb testing.TB) *sqlite.Store {
 // mustUI serves the inspector over st with guard and returns its base URL.
 func mustUI(tb testing.TB, st *sqlite.Store, guard Guard) string {
 	tb.Helper()
+	hs := httptest.NewServer(uiHandler(tb, st, guard))
+	tb.Cleanup(hs.Close)
+	return hs.URL
+}
+
+// uiHandler returns the handler of a server with the inspector over st
+// with guard.
+func uiHandler(tb testing.TB, st *sqlite.Store, guard Guard) http.Handler {
+	tb.Helper()
 	srv, err := server.New(prometheus.NewRegistry(), nil, 0, slog.New(slog.DiscardHandler))
 	if err != nil {
 		tb.Fatal(err)
@@ -103,9 +112,7 @@ func mustUI(tb testing.TB, st *sqlite.Store, guard Guard) string {
 		tb.Fatal(err)
 	}
 	u.Register(srv)
-	hs := httptest.NewServer(srv.Handler())
-	tb.Cleanup(hs.Close)
-	return hs.URL
+	return srv.Handler()
 }
 
 // browser is an HTTP client with a cookie jar that does not follow
