@@ -107,6 +107,7 @@ func (r *Reads) Recent(ctx context.Context, rev *memory.Revisions, id memory.Ide
 		return r.src.Recent(ctx, id, n)
 	}
 	key := convKey{id.Tenant, id.User, rev.Tail(), id.Conversation}
+	epoch := r.tails.Epoch()
 	if t, ok := r.tails.Get(key); ok && (len(t.msgs) >= n || t.all) {
 		return slices.Clone(t.msgs[max(0, len(t.msgs)-n):]), nil
 	}
@@ -114,7 +115,7 @@ func (r *Reads) Recent(ctx context.Context, rev *memory.Revisions, id memory.Ide
 	if err != nil {
 		return nil, err
 	}
-	r.tails.Put(key, tail{msgs: slices.Clone(msgs), all: len(msgs) < n})
+	r.tails.PutSince(epoch, key, tail{msgs: slices.Clone(msgs), all: len(msgs) < n})
 	return msgs, nil
 }
 
@@ -125,6 +126,7 @@ func (r *Reads) LatestSummary(ctx context.Context, rev *memory.Revisions, id mem
 		return r.src.LatestSummary(ctx, id)
 	}
 	key := convKey{id.Tenant, id.User, rev.Summaries, id.Conversation}
+	epoch := r.summaries.Epoch()
 	h, ok := r.summaries.Get(key)
 	if !ok {
 		sum, err := r.src.LatestSummary(ctx, id)
@@ -133,7 +135,7 @@ func (r *Reads) LatestSummary(ctx context.Context, rev *memory.Revisions, id mem
 		} else if err == nil {
 			h = &sum
 		}
-		r.summaries.Put(key, h)
+		r.summaries.PutSince(epoch, key, h)
 	}
 	if h == nil {
 		return memory.Summary{}, fmt.Errorf("summary of %s: %w", id.Conversation, memory.ErrNotFound)
@@ -152,6 +154,7 @@ func (r *Reads) Facts(ctx context.Context, rev *memory.Revisions, tenant, user s
 		return r.src.Facts(ctx, tenant, user, now, history)
 	}
 	key := convKey{tenant, user, rev.Facts, ""}
+	epoch := r.facts.Epoch()
 	live, ok := r.facts.Get(key)
 	if !ok {
 		all, err := r.src.Facts(ctx, tenant, user, now, true)
@@ -159,7 +162,7 @@ func (r *Reads) Facts(ctx context.Context, rev *memory.Revisions, tenant, user s
 			return nil, err
 		}
 		live = slices.DeleteFunc(all, func(f memory.Fact) bool { return f.SupersededAt != nil })
-		r.facts.Put(key, live)
+		r.facts.PutSince(epoch, key, live)
 	}
 	out := slices.DeleteFunc(slices.Clone(live), func(f memory.Fact) bool { return !f.Current(now) })
 	for i, f := range out {
@@ -201,11 +204,14 @@ func (r *Reads) Saved(ex memory.Exchange, res memory.SaveResult) {
 	}
 	before := convKey{ex.Tenant, ex.User, res.TailBefore, ex.Conversation}
 	after := convKey{ex.Tenant, ex.User, res.TailBefore + int64(res.Inserted), ex.Conversation}
+	// An erasure since the save committed dropped what it stored: none
+	// of it is held again (PutSince).
+	tails, heads := r.tails.Epoch(), r.heads.Epoch()
 	if t, held := r.tails.Get(before); held {
-		r.tails.Put(after, appendStored(t, res.Stored))
+		r.tails.PutSince(tails, after, appendStored(t, res.Stored))
 	}
 	if h, held := r.heads.Get(before); held {
-		r.heads.Put(after, h.extended(res.Stored))
+		r.heads.PutSince(heads, after, h.extended(res.Stored))
 	}
 }
 
