@@ -243,9 +243,10 @@ func openMemory(ctx context.Context, cfg config.Config, rdb *redis.Client, count
 	// turns, facts, summaries) is kept in memory by the engine, under the
 	// user's revision counters; saves and erasures go through it.
 	// The fact extraction model's answers are kept in memory too, and
-	// an erasure forgets the user's as it forgets their vectors.
-	answers := recall.NewAnswers()
-	forgets := cache.Forgetters{b.embeddings, answers}
+	// an erasure forgets the user's as it forgets their vectors; so are
+	// the items indexing left for the idle backfill to embed.
+	answers, deferred := recall.NewAnswers(), recall.NewDeferred()
+	forgets := cache.Forgetters{b.embeddings, answers, deferred}
 	if forget != nil {
 		forgets = append(forgets, forget)
 	}
@@ -279,7 +280,7 @@ func openMemory(ctx context.Context, cfg config.Config, rdb *redis.Client, count
 	}
 	var rec prompt.Recaller
 	if cfg.Recall.Enabled {
-		if m.recall, err = openRecall(cfg, b.store, b.embeddings, answers, logger); err != nil {
+		if m.recall, err = openRecall(cfg, b.store, b.embeddings, kept{answers, deferred}, logger); err != nil {
 			return fail(err)
 		}
 		m.hooks = append(m.hooks, m.recall.Hooks...)
@@ -418,10 +419,17 @@ func openaiClient(base, key string, up config.Upstream, timeout time.Duration, m
 	return openai.NewClientWithConfig(oc)
 }
 
+// kept is what recall keeps of users in memory that erasures reach
+// besides the embedding cache: the fact extraction model's answers and
+// the items left for the idle backfill (nil: recall's own).
+type kept struct {
+	answers  *recall.Answers
+	deferred *recall.Deferred
+}
+
 // openRecall wires recall over st with the embedder of recall.embeddings
-// behind cache (nil: none), its fact extraction keeping the model's
-// answers in answers (nil: its own).
-func openRecall(cfg config.Config, st store, cache recall.EmbeddingCache, answers *recall.Answers, logger *slog.Logger) (*engine.Recall, error) {
+// behind cache (nil: none), keeping what k names where k says.
+func openRecall(cfg config.Config, st store, cache recall.EmbeddingCache, k kept, logger *slog.Logger) (*engine.Recall, error) {
 	rc := cfg.Recall
 	emb, cols, err := newEmbedder(rc.Embeddings, cfg.Upstream, cache, logger)
 	if err != nil {
@@ -439,7 +447,8 @@ func openRecall(cfg config.Config, st store, cache recall.EmbeddingCache, answer
 			WholeQuery: rc.Embeddings.Provider == "encoder"},
 		Recall:         recall.RecallOptions{CrossConversation: rc.CrossConversation, FactsMax: rc.FactsMaxInjected, FactRelevance: rc.MinSimilarity},
 		FactsMaxStored: rc.FactsMaxStored, FactTTL: ttl,
-		Extraction: recall.ExtractorOptions{Model: rc.Extraction.Model, Timeout: extractionTimeout, Answers: answers},
+		Extraction: recall.ExtractorOptions{Model: rc.Extraction.Model, Timeout: extractionTimeout, Answers: k.answers},
+		Deferred:   k.deferred,
 	}
 	if opts.Window, err = engine.EmbedderWindow(rc.Embeddings.Provider); err != nil {
 		return nil, err
