@@ -100,3 +100,65 @@ func TestReadsKeepNothingOfAUserErasedDuringTheirReads(t *testing.T) {
 		t.Fatalf("%d entries held after a read begun after the erasure, want 1", n)
 	}
 }
+
+// slowSave is a store whose saves answer only once gate closes, each
+// telling arrived first: a save committed before an erasure, answered
+// after it.
+type slowSave struct {
+	*sqlite.Store
+	gate    chan struct{}
+	arrived chan struct{}
+}
+
+func (s slowSave) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
+	res, err := s.Store.SaveExchange(ctx, ex)
+	s.arrived <- struct{}{}
+	<-s.gate
+	return res, err
+}
+
+// TestSavesKeepNothingOfAUserErasedAfterTheirCommit: a save that committed
+// before its user's erasure and returned after it appends nothing of what
+// it stored to a tail held (here one read after the erasure under the
+// count read before it): the tail it would make, under a count no request
+// reads again, would hold the erased turn until evicted.
+func TestSavesKeepNothingOfAUserErasedAfterTheirCommit(t *testing.T) {
+	ctx := context.Background()
+	st := openSQLite(t, "")
+	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "c1"}
+	turn := func(n string) memory.Exchange {
+		return memory.Exchange{ID: "ex" + n, Identity: id, At: time.Now(),
+			Turn:  []memory.Message{{Role: "user", Content: "my new address is " + n + " Rua Augusta"}},
+			Reply: memory.Message{Role: "assistant", Content: "Noted."}}
+	}
+	if _, err := st.SaveExchange(ctx, turn("1")); err != nil {
+		t.Fatal(err)
+	}
+	src := slowSave{Store: st, gate: make(chan struct{}), arrived: make(chan struct{}, 1)}
+	r := cache.NewReads(src, nil, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)
+	rev, err := st.ItemRevisions(ctx, id.Tenant, id.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Recent(ctx, &rev, id, 20); err != nil { // the tail the save extends
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := r.SaveExchange(ctx, turn("2")); done <- err }()
+	<-src.arrived
+	if err := r.DeleteUser(ctx, id.Tenant, id.User); err != nil {
+		t.Fatal(err)
+	}
+	// A request that read the user's counts before the erasure reads
+	// their tail after it: nothing, held under the old count.
+	if msgs, err := r.Recent(ctx, &rev, id, 20); err != nil || len(msgs) != 0 {
+		t.Fatalf("Recent after the erasure: %d messages, %v", len(msgs), err)
+	}
+	close(src.gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := cache.HeldOf(r, id.Tenant, id.User); n != 1 {
+		t.Fatalf("%d entries held of a user erased after their save committed, want 1 (the empty tail read after the erasure)", n)
+	}
+}

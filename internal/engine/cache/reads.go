@@ -175,19 +175,21 @@ func (r *Reads) Facts(ctx context.Context, rev *memory.Revisions, tenant, user s
 
 // SaveExchange saves ex with the store and, saved, tells the tails (Saved).
 func (r *Reads) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
+	e := r.epochs()
 	res, err := r.src.SaveExchange(ctx, ex)
 	if err == nil {
-		r.Saved(ex, res)
+		r.saved(e, ex, res)
 	}
 	return res, err
 }
 
 // SaveExchanges saves exs with the store and, saved, tells the tails.
 func (r *Reads) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
+	e := r.epochs()
 	res, err := r.src.SaveExchanges(ctx, exs)
 	if err == nil {
 		for i, ex := range exs {
-			r.Saved(ex, res[i])
+			r.saved(e, ex, res[i])
 		}
 	}
 	return res, err
@@ -199,19 +201,29 @@ func (r *Reads) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 // stored messages appended, under the count the save left: a batch's
 // saves of a conversation chain so.
 func (r *Reads) Saved(ex memory.Exchange, res memory.SaveResult) {
+	r.saved(r.epochs(), ex, res)
+}
+
+// savedEpochs are the tails' and the heads' Epoch before a save.
+type savedEpochs struct{ tails, heads uint64 }
+
+// epochs returns the tails' and the heads' Epoch, read before a save.
+func (r *Reads) epochs() savedEpochs { return savedEpochs{r.tails.Epoch(), r.heads.Epoch()} }
+
+// saved is Saved of a save begun at e: an erasure's Forget since then
+// may have come after the save committed, and dropped what it stored;
+// none of it is held again (PutSince).
+func (r *Reads) saved(e savedEpochs, ex memory.Exchange, res memory.SaveResult) {
 	if res.Inserted == 0 || !res.TailKnown || res.Superseded > 0 {
 		return
 	}
 	before := convKey{ex.Tenant, ex.User, res.TailBefore, ex.Conversation}
 	after := convKey{ex.Tenant, ex.User, res.TailBefore + int64(res.Inserted), ex.Conversation}
-	// An erasure since the save committed dropped what it stored: none
-	// of it is held again (PutSince).
-	tails, heads := r.tails.Epoch(), r.heads.Epoch()
 	if t, held := r.tails.Get(before); held {
-		r.tails.PutSince(tails, after, appendStored(t, res.Stored))
+		r.tails.PutSince(e.tails, after, appendStored(t, res.Stored))
 	}
 	if h, held := r.heads.Get(before); held {
-		r.heads.PutSince(heads, after, h.extended(res.Stored))
+		r.heads.PutSince(e.heads, after, h.extended(res.Stored))
 	}
 }
 
