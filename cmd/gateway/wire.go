@@ -245,8 +245,10 @@ func openMemory(ctx context.Context, cfg config.Config, rdb *redis.Client, count
 	// The fact extraction model's answers are kept in memory too, and
 	// an erasure forgets the user's as it forgets their vectors; so are
 	// the items indexing left for the idle backfill to embed.
-	answers, deferred := recall.NewAnswers(), recall.NewDeferred()
-	forgets := cache.Forgetters{b.embeddings, answers, deferred}
+	// So are, in the prompt assembler (made below), the recalled blocks
+	// and summaries shown per conversation.
+	answers, deferred, assembler := recall.NewAnswers(), recall.NewDeferred(), &lateForgetter{}
+	forgets := cache.Forgetters{b.embeddings, answers, deferred, assembler}
 	if forget != nil {
 		forgets = append(forgets, forget)
 	}
@@ -294,6 +296,7 @@ func openMemory(ctx context.Context, cfg config.Config, rdb *redis.Client, count
 	if m.Prompt, err = newAssembler(cfg, cs, rec, red, counter, logger); err != nil {
 		return fail(err)
 	}
+	assembler.set(m.Prompt)
 	stale := cfg.Capture.ReclaimAfter.D()
 	m.Router = record.NewRouter(cs, b.store, red, logger)
 	// The Capturer and the Worker store a chat's first turn and its
@@ -477,6 +480,42 @@ func newEmbedder(ec config.Embeddings, up config.Upstream, cache recall.Embeddin
 type cachedStore struct {
 	store
 	reads *cache.Reads
+}
+
+// lateForgetter is a cache.Forgetter made before what it forwards to
+// (the prompt assembler, wired after the caches that forget with it and
+// the erasure notices that may already call it): nothing until set.
+type lateForgetter struct {
+	mu sync.Mutex
+	f  cache.Forgetter
+}
+
+// set makes l forward to f.
+func (l *lateForgetter) set(f cache.Forgetter) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.f = f
+}
+
+// get returns what l forwards to (nil: not set yet).
+func (l *lateForgetter) get() cache.Forgetter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f
+}
+
+// Forget forwards to what l was set to, if any.
+func (l *lateForgetter) Forget(tenant, user string) {
+	if f := l.get(); f != nil {
+		f.Forget(tenant, user)
+	}
+}
+
+// Clear forwards to what l was set to, if any.
+func (l *lateForgetter) Clear() {
+	if f := l.get(); f != nil {
+		f.Clear()
+	}
 }
 
 // noticed is what an erasure notice reaches in this process: the engine's
