@@ -247,7 +247,7 @@ func (p *Proxy) Forget(tenant, user string) {
 func (p *Proxy) Clear() {
 	p.resenders.clear()
 	if p.transcripts != nil {
-		p.transcripts.lru.Purge()
+		p.transcripts.clear()
 	}
 }
 
