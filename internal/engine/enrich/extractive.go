@@ -108,7 +108,7 @@ func (e *Extractive) Summarize(_ context.Context, in Input) (Output, error) {
 		if m.Role == "assistant" {
 			who = "Assistant"
 		}
-		for i, s := range scanned(Sentences(m.Answer())) {
+		for i, s := range leadingSentences(m.Answer()) {
 			sc := scoreSentence(s, i == 0)
 			if m.Role == "user" {
 				sc++
