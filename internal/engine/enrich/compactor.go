@@ -188,6 +188,19 @@ func (c *Compactor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, r
 	return errors.Join(errs...)
 }
 
+// Bounds on what pin reads and records of one save: a first request
+// resending a long history stores thousands of user messages at once, and
+// each pin is a write transaction (about 1.3 ms of SQLite's CPU). The
+// newest messages are read first; an ordinary exchange, or a history's
+// last few dozen turns, fits.
+const (
+	// maxExchangePins is the most pins one save records.
+	maxExchangePins = 64
+	// maxExchangeScanBytes bounds the bytes of the user messages read
+	// for pins (each counted up to maxScanBytes, what Detect reads).
+	maxExchangeScanBytes = 64 << 10
+)
+
 // pin records the facts the user messages the save stored state (ex's
 // turn for a redelivery, which stored nothing), and those it revised
 // (res.Revised: the new texts of messages edited deep in a long chat,
@@ -221,11 +234,16 @@ func (c *Compactor) pin(ctx context.Context, ex memory.Exchange, res memory.Save
 	// the old text was said.
 	base := len(said)
 	said = append(slices.Clip(said), res.Revised...)
+	// Newest first, within maxExchangePins and maxExchangeScanBytes;
+	// recorded below in the order said.
 	pins := make([][]Pin, len(said))
-	found := false
-	for i, m := range said {
-		if m.Role == "user" && !m.Failed() {
-			pins[i] = Detect(m.Content)
+	found, kept, read := false, 0, 0
+	for i := len(said) - 1; i >= 0 && kept < maxExchangePins && read < maxExchangeScanBytes; i-- {
+		if m := said[i]; m.Role == "user" && !m.Failed() {
+			read += min(len(m.Content), maxScanBytes)
+			ps := Detect(m.Content)
+			pins[i] = ps[max(0, len(ps)-(maxExchangePins-kept)):]
+			kept += len(pins[i])
 			found = found || len(pins[i]) > 0
 		}
 	}

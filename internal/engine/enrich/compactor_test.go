@@ -680,3 +680,41 @@ func TestPinsARevisedMessage(t *testing.T) {
 		t.Fatalf("facts = %+v, want Porto pinned from ex9:42 at %v", st.facts, said)
 	}
 }
+
+// A first request resending a long history stores thousands of user
+// messages in one save: pinning reads them newest first and records at
+// most maxExchangePins pins, reading at most maxExchangeScanBytes of
+// them, so one request costs a bounded number of fact writes (2,000
+// messages of three statements were 6,000 upserts, each a write
+// transaction: about 8 CPU-seconds on SQLite). The newest statements are
+// the ones kept, recorded in the order they were said.
+func TestPinsOfOneSaveAreBounded(t *testing.T) {
+	st := &memStore{}
+	c := newTestCompactor(st, &fakeSummarizer{}, nil)
+	const n = 2000
+	var stored []memory.Message
+	for i := range n {
+		text := fmt.Sprintf("I am vegetarian. I want to save R$ %d by June. My name is Bob.", i)
+		if i == n-1 {
+			text = "I live in Lisbon. I want to save R$ 7.000 by June."
+		}
+		stored = append(stored, memory.Message{Role: "user", Content: text, Key: fmt.Sprintf("h:%d", 2*i)},
+			memory.Message{Role: "assistant", Content: "Noted.", Key: fmt.Sprintf("h:%d", 2*i+1)})
+	}
+	ex := exchange("ex1", "ok")
+	if err := c.AfterSave(context.Background(), ex, memory.SaveResult{Inserted: len(stored), Stored: stored}); err != nil {
+		t.Fatal(err)
+	}
+	upserts := 0
+	var values []string
+	for _, f := range st.facts {
+		upserts += f.Mentions
+		values = append(values, f.Value)
+	}
+	if upserts > maxExchangePins {
+		t.Fatalf("%d fact upserts for one save, want at most %d", upserts, maxExchangePins)
+	}
+	if v := strings.Join(values, "|"); !strings.Contains(v, "Lisbon") || !strings.Contains(v, "vegetarian") {
+		t.Fatalf("facts %q: want the newest statements pinned", values)
+	}
+}

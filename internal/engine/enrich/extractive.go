@@ -65,8 +65,17 @@ func scoreSentence(s string, first bool) int {
 	return score
 }
 
+// maxSummaryScanBytes bounds the bytes of in.Messages Summarize scores
+// (each message counted up to maxScanBytes, what it reads of one), the
+// newest messages first: a first request resending a long history hands
+// it thousands of messages at once, whose sentences cost tens of
+// microseconds each to score (2,000 messages of short sentences, 4
+// CPU-seconds), for a summary of MaxTokens.
+const maxSummaryScanBytes = 64 << 10
+
 // Summarize builds the next summary from in without calling any model,
-// scoring each message's first maxScanBytes of sentences.
+// scoring each message's first maxScanBytes of sentences, of the newest
+// messages that together hold maxSummaryScanBytes.
 func (e *Extractive) Summarize(_ context.Context, in Input) (Output, error) {
 	type cand struct {
 		text  string
@@ -95,8 +104,15 @@ func (e *Extractive) Summarize(_ context.Context, in Input) (Output, error) {
 			}
 		}
 	}
+	from, read := len(in.Messages), 0
+	for from > 0 && read < maxSummaryScanBytes {
+		from--
+		if m := in.Messages[from]; m.Role == "user" || m.Role == "assistant" {
+			read += min(len(m.Content), maxScanBytes)
+		}
+	}
 	var out Output
-	for _, m := range in.Messages {
+	for _, m := range in.Messages[from:] {
 		// Only the user's and the assistant's words, as the model
 		// summariser reads them: a tool's or a legacy function's result is
 		// a third party's text, and any role but the assistant's would be
@@ -108,7 +124,7 @@ func (e *Extractive) Summarize(_ context.Context, in Input) (Output, error) {
 		if m.Role == "assistant" {
 			who = "Assistant"
 		}
-		for i, s := range scanned(Sentences(m.Answer())) {
+		for i, s := range leadingSentences(m.Answer()) {
 			sc := scoreSentence(s, i == 0)
 			if m.Role == "user" {
 				sc++

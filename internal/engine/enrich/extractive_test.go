@@ -154,3 +154,39 @@ func TestExtractiveSummarisesOnlyTheUserAndTheAssistant(t *testing.T) {
 		})
 	}
 }
+
+// The extractive summary of a long resent history (thousands of messages
+// leaving the recent window at once) scores the newest messages, up to
+// maxSummaryScanBytes of them: summarising 2,000 messages allocates no
+// more than summarising the newest 100 (counted, not timed).
+func TestExtractiveReadsTheNewestMessages(t *testing.T) {
+	msgs := func(n int) []memory.Message {
+		out := make([]memory.Message, n)
+		for i := range out {
+			role := "user"
+			if i%2 == 1 {
+				role = "assistant"
+			}
+			out[i] = memory.Message{Role: role, Content: strings.Repeat(fmt.Sprintf("I saved R$ %d in March. ", i), 40)}
+		}
+		return out
+	}
+	e := NewExtractive(func(s string) int { return len(strings.Fields(s)) })
+	var newest Output
+	summarize := func(ms []memory.Message) func() {
+		return func() {
+			out, err := e.Summarize(context.Background(), Input{Messages: ms, MaxTokens: 200})
+			if err != nil {
+				t.Fatal(err)
+			}
+			newest = out
+		}
+	}
+	few, many := msgs(100), msgs(2000)
+	if a, b := testing.AllocsPerRun(2, summarize(few)), testing.AllocsPerRun(2, summarize(many)); b > a+64 {
+		t.Fatalf("summarising 2,000 messages allocated %.0f times, 100 of them %.0f", b, a)
+	}
+	if !strings.Contains(newest.Summary, "R$ 1998") {
+		t.Fatalf("summary %q: want the newest message's sentence", newest.Summary)
+	}
+}

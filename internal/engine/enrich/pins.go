@@ -51,7 +51,7 @@ func DetectPins(text string) []memory.Fact {
 // Detect is DetectPins with the rule behind each pin.
 func Detect(text string) []Pin {
 	var out []Pin
-	for _, s := range scanned(Sentences(text)) {
+	for _, s := range leadingSentences(text) {
 		if strings.HasSuffix(s, "?") || len(s) > 4*maxClauseLen {
 			continue // a question states nothing
 		}
@@ -567,45 +567,58 @@ func habitPT(rest, clause string) bool {
 // is any character memory.IsBreak names — "\r", NEL, the separators,
 // every control but the tab — and no sentence keeps one, so no value
 // taken from a sentence runs on into the next line.
-func Sentences(text string) []string {
+func Sentences(text string) []string { return sentences(text, -1) }
+
+// leadingSentences returns the leading sentences of text (as Sentences
+// splits it) whose bytes together stay within maxScanBytes, reading no
+// further: what the rules read of a message costs no more for a longer
+// one.
+func leadingSentences(text string) []string { return sentences(text, maxScanBytes) }
+
+// sentences is Sentences, stopping before the first sentence that would
+// take the bytes of those found past limit (limit < 0: no limit). A
+// sentence is a slice of text, copied only when it holds invalid UTF-8
+// (each such byte read as U+FFFD).
+func sentences(text string, limit int) []string {
 	var out []string
-	start := 0
-	rs := []rune(text)
+	start, n := 0, 0
+	full := false
 	flush := func(end int) {
-		s := strings.TrimSpace(string(rs[start:end]))
-		if s != "" {
-			out = append(out, s)
-		}
+		s := strings.TrimSpace(text[start:end])
 		start = end
+		if s == "" || full {
+			return
+		}
+		if !utf8.ValidString(s) {
+			s = string([]rune(s))
+		}
+		if n += len(s); limit >= 0 && n > limit {
+			full = true
+			return
+		}
+		out = append(out, s)
 	}
-	for i, r := range rs {
+	prev := rune(-1)
+	for i, r := range text {
+		if full {
+			break
+		}
 		switch {
 		case memory.IsBreak(r):
 			flush(i)
-			start = i + 1
+			start = i + utf8.RuneLen(r) // a break is a valid rune
 		case r == '!', r == '?':
 			flush(i + 1)
 		case r == '.':
-			if i > 0 && i+1 < len(rs) && unicode.IsDigit(rs[i-1]) && unicode.IsDigit(rs[i+1]) {
-				continue
+			if next, _ := utf8.DecodeRuneInString(text[i+1:]); prev >= 0 && i+1 < len(text) && unicode.IsDigit(prev) && unicode.IsDigit(next) {
+				break
 			}
 			flush(i + 1)
 		}
+		prev = r
 	}
-	flush(len(rs))
+	flush(len(text))
 	return out
-}
-
-// scanned returns the leading sentences of ss whose bytes together stay
-// within maxScanBytes.
-func scanned(ss []string) []string {
-	n := 0
-	for i, s := range ss {
-		if n += len(s); n > maxScanBytes {
-			return ss[:i]
-		}
-	}
-	return ss
 }
 
 // NormalizeKey folds a statement to a key: foldWords, at most 80 bytes.

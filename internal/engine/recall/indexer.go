@@ -293,7 +293,7 @@ func (ix *Indexer) index(ctx context.Context, exs []memory.Exchange, results []m
 	for _, u := range users {
 		msgs := cut[u]
 		slices.SortStableFunc(msgs, func(a, b cutMessage) int { return a.exAt.Compare(b.exAt) })
-		withinBudget(msgs, userEmbedBytes)
+		withinBudget(msgs, userEmbedBytes, ix.embedCost)
 		embedded, unembedded, waiting := ix.messageItems(msgs)
 		items, textOnly, later = append(items, embedded...), append(textOnly, unembedded...), append(later, waiting...)
 	}
@@ -430,6 +430,16 @@ const userEmbedBytes = 32 << 10
 // about 1,800 of them embedded, not 16,000.
 const itemEmbedBytes = 16
 
+// embedPieceBytes is what userEmbedBytes counts at least for each piece
+// the embedder reads of a text (its Window's pieces, up to Window.Max),
+// when that is more than the text's bytes: the built-in encoder's work is
+// by the piece, and English takes about 4.4 bytes a piece, which the
+// budget's CPU-seconds were measured on, where random letters, digits
+// and punctuation take one or two. Counted by bytes alone, 32 KiB of
+// 150-byte messages of random words cost about 7 CPU-seconds, three
+// times as much as English.
+const embedPieceBytes = 4
+
 // cutMessage is one message of an exchange cut for indexing: its
 // conversation, when its exchange was said, its key, when it was said, its
 // chunks in order from the from-th of all total, and how many of the first
@@ -476,22 +486,37 @@ func (m *cutMessage) cutMore() bool {
 	return true
 }
 
+// embedCost is what embedding chunk costs against userEmbedBytes: its
+// length, or embedPieceBytes for each piece the embedder reads of it
+// (ix.Window) when that is more, plus itemEmbedBytes.
+func (ix *Indexer) embedCost(chunk string) int {
+	n := len(chunk)
+	if w := ix.Window; w != nil {
+		n = max(n, embedPieceBytes*min(w.Pieces(chunk), w.Max))
+	}
+	return n + itemEmbedBytes
+}
+
 // withinBudget lowers the embedded counts of msgs (a user's messages of a
 // batch, oldest first) so that the chunks left embedded cost at most budget
-// bytes (each its length plus itemEmbedBytes), spent newest message first
-// and, within a message, on its first chunks: from the first chunk that
-// does not fit, that message's later chunks and every older message's are
-// left text-only.
-func withinBudget(msgs []cutMessage, budget int) {
+// (each what cost says), spent newest message first and, within a
+// message, on its first chunks: from the first chunk that does not fit,
+// that message's later chunks and every older message's are left
+// text-only. A chunk's cost is asked for only while budget is left.
+func withinBudget(msgs []cutMessage, budget int, cost func(chunk string) int) {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		m := &msgs[i]
 		for k, c := range m.chunks[:m.embedded] {
-			cost := len(c) + itemEmbedBytes
-			if cost > budget {
+			if budget == 0 {
+				m.embedded = k
+				break
+			}
+			n := cost(c)
+			if n > budget {
 				m.embedded, budget = k, 0
 				break
 			}
-			budget -= cost
+			budget -= n
 		}
 	}
 }

@@ -206,3 +206,39 @@ func TestIndexerBoundsAUsersExchangesInOneBatch(t *testing.T) {
 		})
 	}
 }
+
+// A history of texts the embedder reads as many pieces a byte (random
+// letters, digits, punctuation: about one piece a byte of the built-in
+// encoder, four times English) costs the encoder by its pieces, not its
+// bytes: the pieces one user's batch has embedded are bounded as those of
+// userEmbedBytes of English are, however few bytes carry them.
+func TestIndexerBoundsThePiecesItEmbeds(t *testing.T) {
+	const n = 2000
+	w := &Window{Pieces: func(s string) int { return len(s) }, Max: 128} // a piece a byte
+	st, emb := newFakeStore(), &recordingEmbedder{Embedder: NewLocal(16)}
+	ix := NewIndexer(st, emb, nil)
+	ix.Window = w
+	prior := make([]memory.Message, n)
+	for i := range prior {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		prior[i] = memory.Message{Role: role, Content: fmt.Sprintf("%04d qzx fkw jvb pmt rgy hcd wnl sxo tuk zqe bvf mjr gkp yxw dht lcn vzs qjf kbw xmr pgt", i)}
+	}
+	ex := memory.Exchange{ID: "e1", Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, At: time.Now(), Prior: prior,
+		Turn: []memory.Message{{Role: "user", Content: "And then?"}}, Reply: memory.Message{Role: "assistant", Content: "Nothing."}}
+	if err := ix.AfterSave(context.Background(), ex, memory.SaveResult{Inserted: n + 2}); err != nil {
+		t.Fatal(err)
+	}
+	pieces := 0
+	for _, s := range emb.texts {
+		pieces += min(w.Pieces(s), w.Max)
+	}
+	if limit := userEmbedBytes / embedPieceBytes; pieces > limit {
+		t.Fatalf("embedded %d texts of %d pieces in all, over the %d of %d bytes of English", len(emb.texts), pieces, limit, userEmbedBytes)
+	}
+	if len(emb.texts) < 2 {
+		t.Fatalf("embedded %d texts, want the turn and reply at least", len(emb.texts))
+	}
+}
