@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"sync"
@@ -106,4 +105,113 @@ func bgCaptured(t *testing.T, captured chanCapturer) memory.Exchange {
 	return memory.Exchange{}
 }
 
-var _ = context.Background
+// get sends GET path with the given headers.
+func (g *gateway) get(t *testing.T, path string, header map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, g.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	return do(t, req)
+}
+
+// TestBackgroundResponseCapturedWhenDone: the exchange of a background
+// response is captured when the client's GET of the response returns it
+// completed, with its answer and the request's turn, once; a GET while
+// it runs, or by another user or tenant, captures nothing.
+func TestBackgroundResponseCapturedWhenDone(t *testing.T) {
+	up := newBGUpstream(t)
+	captured := make(chanCapturer, 4)
+	g := mustGateway(t, up.Server, nil, Deps{Resolver: identity.New(nil), Capturer: captured})
+	ana := map[string]string{"X-Memory-User": "ana"}
+	if resp, b := g.post(t, "/v1/responses", bgRequest, ana); resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	if resp, b := g.get(t, "/v1/responses/resp_bg", ana); resp.StatusCode != 200 || !strings.Contains(string(b), `"in_progress"`) {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	noCapture(t, g, captured)
+	up.set("completed")
+	for _, other := range []map[string]string{{"X-Memory-User": "bob"}, {"X-Memory-User": "ana", "X-Memory-Tenant": "acme"}, {}} {
+		if resp, b := g.get(t, "/v1/responses/resp_bg", other); resp.StatusCode != 200 || !strings.Contains(string(b), "Porto is in Portugal.") {
+			t.Fatalf("%v: status %d: %s", other, resp.StatusCode, b)
+		}
+	}
+	noCapture(t, g, captured)
+	resp, b := g.get(t, "/v1/responses/resp_bg", ana)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "Porto is in Portugal.") {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	// Captured before the client got the answer.
+	ex := bgCaptured(t, captured)
+	if ex.Reply.Content != "Porto is in Portugal." || len(ex.Turn) != 1 || ex.Turn[0].Content != "Where is Porto?" {
+		t.Errorf("captured reply %q, turn %+v", ex.Reply.Content, ex.Turn)
+	}
+	if ex.Identity.Tenant != memory.DefaultTenant || ex.Identity.User != "ana" || ex.Model != "o3" {
+		t.Errorf("captured identity %+v, model %q", ex.Identity, ex.Model)
+	}
+	if ex.Usage == nil || ex.Usage.CompletionTokens != 5 {
+		t.Errorf("captured usage %+v", ex.Usage)
+	}
+	// A second GET stores nothing more.
+	g.get(t, "/v1/responses/resp_bg", ana)
+	noCapture(t, g, captured)
+}
+
+// TestBackgroundResponseEndedWithoutAnswer: a background response
+// cancelled or failed stores nothing, and its held exchange is dropped.
+func TestBackgroundResponseEndedWithoutAnswer(t *testing.T) {
+	for _, status := range []string{"cancelled", "failed"} {
+		t.Run(status, func(t *testing.T) {
+			up := newBGUpstream(t)
+			captured := make(chanCapturer, 4)
+			g := mustGateway(t, up.Server, nil, Deps{Resolver: identity.New(nil), Capturer: captured})
+			ana := map[string]string{"X-Memory-User": "ana"}
+			g.post(t, "/v1/responses", bgRequest, ana)
+			up.set(status)
+			if resp, b := g.get(t, "/v1/responses/resp_bg", ana); resp.StatusCode != 200 || !strings.Contains(string(b), status) {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			noCapture(t, g, captured)
+			if !g.p.pending.empty() {
+				t.Error("the exchange is still held")
+			}
+			up.set("completed")
+			g.get(t, "/v1/responses/resp_bg", ana)
+			noCapture(t, g, captured)
+		})
+	}
+}
+
+// TestBackgroundResponseWithGatewayKeys: with gateway keys and the
+// operator's upstream key, the held exchange is captured by its user's
+// GET of the response, never by another's (refused as the provider
+// refuses an unknown id).
+func TestBackgroundResponseWithGatewayKeys(t *testing.T) {
+	up := newBGUpstream(t)
+	captured := make(chanCapturer, 4)
+	keys := []identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "a"}}
+	g := mustGateway(t, up.Server, func(c *gatewayConfig) {
+		c.Upstream.APIKey = "sk-operator"
+		c.StateRetention = time.Hour
+		c.Passthrough = []string{"GET /v1/responses/*"}
+	}, Deps{Resolver: identity.New(keys), States: newFakeStates(), Capturer: captured})
+	ana := map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "ana"}
+	if resp, b := g.post(t, "/v1/responses", bgRequest, ana); resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	up.set("incomplete")
+	if resp, b := g.get(t, "/v1/responses/resp_bg", map[string]string{"Authorization": "Bearer gw-key", "X-Memory-User": "bob"}); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("another user's GET: status %d: %s", resp.StatusCode, b)
+	}
+	noCapture(t, g, captured)
+	if resp, b := g.get(t, "/v1/responses/resp_bg", ana); resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	if ex := bgCaptured(t, captured); ex.Reply.Content != "Porto is in Portugal." || ex.Identity.Tenant != "a" || ex.Identity.User != "ana" {
+		t.Errorf("captured %q for %+v", ex.Reply.Content, ex.Identity)
+	}
+}

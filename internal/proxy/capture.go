@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/memgate/memgate/internal/dialect/responses"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
 )
@@ -105,6 +106,11 @@ func (c *exchangeCapture) attach(ctx context.Context, resp *http.Response, undec
 	}
 	resp.Body = readCloser{Reader: bytes.NewReader(buf), Closer: resp.Body}
 	reply, usage, err := c.api.reply(buf)
+	if errors.Is(err, responses.ErrNotDone) {
+		// A background response: its answer comes later.
+		c.holdBackground(buf)
+		return nil
+	}
 	if err != nil {
 		c.skipped(err)
 		return nil
@@ -194,6 +200,8 @@ func (c *exchangeCapture) skipped(err error) {
 		reason = skipTooLarge
 	case errors.Is(err, errTeeOverflow):
 		reason = skipOverflow
+	case errors.Is(err, errBackgroundLost):
+		reason = skipBackgroundLost
 	}
 	c.p.m.captureDr.WithLabelValues(reason).Inc()
 	c.p.log.LogAttrs(context.Background(), slog.LevelWarn, "exchange not captured",

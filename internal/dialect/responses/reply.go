@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,6 +34,11 @@ type usage struct {
 // the response or in its stream.
 var ErrNotDone = errors.New("the response is not done")
 
+// ErrEnded is the error of a reply whose response ended without an
+// answer: it failed, or was cancelled (a background response). It wraps
+// memory.ErrInvalid.
+var ErrEnded = fmt.Errorf("%w: the response ended without an answer", memory.ErrInvalid)
+
 // Done reports whether a response's status is terminal: any but queued
 // and in_progress (a reply that gives none is done).
 func Done(status string) bool { return status != "queued" && status != "in_progress" }
@@ -40,23 +46,15 @@ func Done(status string) bool { return status != "queued" && status != "in_progr
 // reply converts a response's output items to the chat assistant message
 // memgate stores: output text as content, function calls as tool_calls,
 // reasoning summaries as reasoning_content. A response not done fails
-// with ErrNotDone, a failed or cancelled one with memory.ErrInvalid.
+// with ErrNotDone, a failed or cancelled one with ErrEnded.
 func (r response) reply() (memory.Message, *memory.Usage, error) {
 	if !Done(r.Status) {
 		return memory.Message{}, nil, fmt.Errorf("%w: it is %s", ErrNotDone, r.Status)
 	}
 	if r.Status == "failed" || r.Status == "cancelled" || len(r.Error) > 0 && string(r.Error) != "null" {
-		return memory.Message{}, nil, fmt.Errorf("%w: the response %s", memory.ErrInvalid, cmpStatus(r.Status))
+		return memory.Message{}, nil, fmt.Errorf("%w (%s)", ErrEnded, cmp.Or(r.Status, "error"))
 	}
 	return r.message()
-}
-
-// cmpStatus words a failed response's status for an error.
-func cmpStatus(status string) string {
-	if status == "cancelled" {
-		return "was cancelled"
-	}
-	return "failed"
 }
 
 // message is reply's conversion, whatever the response's status.
@@ -80,7 +78,7 @@ func (r response) message() (memory.Message, *memory.Usage, error) {
 // ReplyFromJSON reads a non-streamed Responses API response and returns its
 // output as one chat assistant message and the usage (nil when absent). It
 // fails with memory.ErrInvalid when the body is not a response or the
-// response failed or was cancelled, with ErrNotDone when the response is
+// response failed or was cancelled (ErrEnded), with ErrNotDone when the response is
 // not done yet (a background response queued or in progress).
 func ReplyFromJSON(b []byte) (memory.Message, *memory.Usage, error) {
 	var r response

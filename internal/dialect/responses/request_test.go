@@ -575,9 +575,9 @@ func FuzzMemberCount(f *testing.F) {
 
 // TestReplyFromJSONNotDone: a background response queued or in progress
 // holds no answer yet (ErrNotDone); a cancelled one holds none
-// (memory.ErrInvalid); one with no status is done.
+// (ErrEnded, a memory.ErrInvalid); one with no status is done.
 func TestReplyFromJSONNotDone(t *testing.T) {
-	for status, want := range map[string]error{"queued": ErrNotDone, "in_progress": ErrNotDone, "cancelled": memory.ErrInvalid, "failed": memory.ErrInvalid} {
+	for status, want := range map[string]error{"queued": ErrNotDone, "in_progress": ErrNotDone, "cancelled": ErrEnded, "failed": ErrEnded} {
 		_, _, err := ReplyFromJSON([]byte(`{"id":"resp_1","object":"response","status":"` + status + `","background":true,"output":[],"usage":null}`))
 		if !errors.Is(err, want) {
 			t.Errorf("%s: err %v, want %v", status, err, want)
