@@ -1,7 +1,10 @@
 package proxy
 
 import (
+	"bufio"
+	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -214,4 +217,114 @@ func TestBackgroundResponseWithGatewayKeys(t *testing.T) {
 	if ex := bgCaptured(t, captured); ex.Reply.Content != "Porto is in Portugal." || ex.Identity.Tenant != "a" || ex.Identity.User != "ana" {
 		t.Errorf("captured %q for %+v", ex.Reply.Content, ex.Identity)
 	}
+}
+
+// bgEvent is one event of a background response's stream.
+func bgEvent(typ string, seq int, rest string) string {
+	return "event: " + typ + "\ndata: {\"type\":\"" + typ + "\",\"sequence_number\":" + strconv.Itoa(seq) + "," + rest + "}\n\n"
+}
+
+// bgStreamHead is a background response's stream up to the first text
+// delta; bgStreamTail the rest, as a GET with stream=true&starting_after=3
+// resumes it.
+var (
+	bgStreamHead = bgEvent("response.created", 0, `"response":`+bgResponse("resp_bg", "queued")) +
+		bgEvent("response.in_progress", 1, `"response":`+bgResponse("resp_bg", "in_progress")) +
+		bgEvent("response.output_item.added", 2, `"output_index":0,"item":{"id":"msg_resp_bg","type":"message","status":"in_progress","role":"assistant","content":[]}`) +
+		bgEvent("response.output_text.delta", 3, `"item_id":"msg_resp_bg","output_index":0,"content_index":0,"delta":"Porto is","logprobs":[]`)
+	bgStreamTail = bgEvent("response.output_text.delta", 4, `"item_id":"msg_resp_bg","output_index":0,"content_index":0,"delta":" in Portugal.","logprobs":[]`) +
+		bgEvent("response.output_text.done", 5, `"item_id":"msg_resp_bg","output_index":0,"content_index":0,"text":"Porto is in Portugal.","logprobs":[]`) +
+		bgEvent("response.output_item.done", 6, `"output_index":0,"item":{"id":"msg_resp_bg","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"Porto is in Portugal."}]}`) +
+		bgEvent("response.completed", 7, `"response":`+bgResponse("resp_bg", "completed"))
+)
+
+// bgStreamUpstream streams a background response: POST with
+// stream:true sends bgStreamHead, then the tail unless cut (then it
+// waits for the gateway to hang up); GET with stream=true the tail.
+func bgStreamUpstream(t *testing.T, cut bool) *upstreamtest.Server {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/responses", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte(bgStreamHead))
+		w.(http.Flusher).Flush()
+		if cut {
+			<-r.Context().Done()
+			return
+		}
+		_, _ = w.Write([]byte(bgStreamTail))
+	})
+	mux.HandleFunc("GET /v1/responses/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("stream") != "true" {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(bgResponse(r.PathValue("id"), "completed")))
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte(bgStreamTail))
+	})
+	return upstreamtest.New(t, mux)
+}
+
+const bgStreamRequest = `{"model":"o3","input":"Where is Porto?","background":true,"stream":true}`
+
+// TestBackgroundStreamCaptured: a background response streamed whole is
+// captured as any stream, once: nothing stays held.
+func TestBackgroundStreamCaptured(t *testing.T) {
+	captured := make(chanCapturer, 4)
+	g := mustGateway(t, bgStreamUpstream(t, false), nil, Deps{Resolver: identity.New(nil), Capturer: captured})
+	ana := map[string]string{"X-Memory-User": "ana"}
+	if resp, b := g.post(t, "/v1/responses", bgStreamRequest, ana); resp.StatusCode != 200 || !strings.Contains(string(b), "response.completed") {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	if ex := bgCaptured(t, captured); ex.Reply.Content != "Porto is in Portugal." {
+		t.Errorf("captured %q", ex.Reply.Content)
+	}
+	g.get(t, "/v1/responses/resp_bg", ana)
+	noCapture(t, g, captured)
+	if !g.p.pending.empty() {
+		t.Error("a streamed response stays held")
+	}
+}
+
+// TestBackgroundStreamResumed: a client that drops a background
+// response's stream before its end (the response goes on at the
+// provider) has its turn captured when it resumes the stream (GET
+// stream=true), before it gets the terminal event; once.
+func TestBackgroundStreamResumed(t *testing.T) {
+	captured := make(chanCapturer, 4)
+	g := mustGateway(t, bgStreamUpstream(t, true), nil, Deps{Resolver: identity.New(nil), Capturer: captured})
+	ana := map[string]string{"X-Memory-User": "ana"}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, g.URL+"/v1/responses", strings.NewReader(bgStreamRequest))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Memory-User", "ana")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() && !strings.Contains(sc.Text(), "output_text.delta") {
+	}
+	cancel()
+	resp.Body.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for g.p.pending.empty() {
+		if time.Now().After(deadline) {
+			t.Fatal("the dropped stream's turn was not held")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	noCapture(t, g, captured)
+
+	resp2, b := g.get(t, "/v1/responses/resp_bg?stream=true&starting_after=3", ana)
+	if resp2.StatusCode != 200 || !strings.Contains(string(b), "response.completed") {
+		t.Fatalf("status %d: %s", resp2.StatusCode, b)
+	}
+	if ex := bgCaptured(t, captured); ex.Reply.Content != "Porto is in Portugal." || ex.Turn[0].Content != "Where is Porto?" {
+		t.Errorf("captured %q, turn %+v", ex.Reply.Content, ex.Turn)
+	}
+	g.get(t, "/v1/responses/resp_bg", ana)
+	g.get(t, "/v1/responses/resp_bg?stream=true", ana)
+	noCapture(t, g, captured)
 }

@@ -69,6 +69,9 @@ type exchangeCapture struct {
 	// transcript is the user's key in the prints of their exchanges
 	// (transcriptKey), when the proxy keeps them.
 	transcript prefixKey
+	// background: the request asked for a background response, which
+	// goes on when its stream is cut off (pending.go).
+	background bool
 	// stream is set once a 2xx event stream arrived.
 	stream *tee
 	// done is set once the exchange was handed on or given up.
@@ -108,7 +111,11 @@ func (c *exchangeCapture) attach(ctx context.Context, resp *http.Response, undec
 	reply, usage, err := c.api.reply(buf)
 	if errors.Is(err, responses.ErrNotDone) {
 		// A background response: its answer comes later.
-		c.holdBackground(buf)
+		if created, err := responses.CreatedFromJSON(buf); err != nil {
+			c.skipped(err)
+		} else {
+			c.holdBackground(created.ID)
+		}
 		return nil
 	}
 	if err != nil {
@@ -141,6 +148,9 @@ func (c *exchangeCapture) end(ctx context.Context) {
 // set done, so abandon leaves the stream to it.
 func (c *exchangeCapture) complete(ctx context.Context) {
 	reply, usage, err := c.stream.result()
+	if c.heldOn(err) {
+		return
+	}
 	if err != nil {
 		c.skipped(err)
 		return
@@ -180,7 +190,8 @@ func (c *exchangeCapture) undecodable(err error) {
 // once it has the finish_reason, before the usage chunk or [DONE], hung up
 // with the whole answer, which is stored as it is when the upstream ends
 // the stream there. A reply cut off before that is dropped, uncounted: the
-// client chose to stop it.
+// client chose to stop it; a background response's, which goes on at the
+// provider, is held until a GET returns it done (heldOn).
 func (c *exchangeCapture) abandon(ctx context.Context) {
 	if c.done || c.stream == nil {
 		return
@@ -189,6 +200,8 @@ func (c *exchangeCapture) abandon(ctx context.Context) {
 	c.p.captures.Go(func() {
 		if reply, usage, err := c.stream.result(); err == nil {
 			c.capture(ctx, reply, usage)
+		} else {
+			c.heldOn(err)
 		}
 	})
 }

@@ -169,17 +169,38 @@ func (p *pendingResponses) forget(tenant, user string, all bool) {
 	}
 }
 
-// holdBackground keeps c, whose reply buf is a background response not
+// holdBackground keeps c, whose reply is the background response id not
 // done yet, until a GET of its tenant's user returns it done.
-func (c *exchangeCapture) holdBackground(buf []byte) {
-	created, err := responses.CreatedFromJSON(buf)
-	if err != nil {
-		c.skipped(err)
-		return
-	}
-	c.p.pending.hold(pendingKey{tenant: c.id.Tenant, user: c.id.User, id: created.ID}, c)
+func (c *exchangeCapture) holdBackground(id string) {
+	c.p.pending.hold(pendingKey{tenant: c.id.Tenant, user: c.id.User, id: id}, c)
 	c.p.log.LogAttrs(context.Background(), slog.LevelDebug, "background response: exchange held until its answer",
 		slog.String("request_id", c.x.ID()))
+}
+
+// closeHook calls onClose when the body is closed, before closing it.
+type closeHook struct {
+	io.ReadCloser
+	onClose func()
+}
+
+func (b closeHook) Close() error {
+	b.onClose()
+	return b.ReadCloser.Close()
+}
+
+// heldOn holds c when its stream, err, was cut off before its background
+// response was done (the response goes on at the provider), and reports
+// whether it did.
+func (c *exchangeCapture) heldOn(err error) bool {
+	if !c.background || !errors.Is(err, responses.ErrNotDone) {
+		return false
+	}
+	s, ok := c.stream.reply.(*responses.Stream)
+	if !ok || s.ID() == "" {
+		return false
+	}
+	c.holdBackground(s.ID())
+	return true
 }
 
 // backgroundGet is a GET /v1/responses/{id} of a background response
@@ -229,10 +250,34 @@ func (g *backgroundGet) done(ctx context.Context, reply memory.Message, usage *m
 
 // attach reads a GET's reply for the held capture: a whole JSON reply
 // is read here, up to maxCaptureBytes, and the exchange captured (done)
-// before any of it is written to the client. A larger reply is relayed
-// and keeps the capture held.
+// before any of it is written to the client; a stream (stream=true) is
+// reassembled as it is relayed, and the exchange captured before the
+// client gets its terminal event (as a memory-on stream's). A larger
+// reply, or a stream cut off, is relayed and keeps the capture held.
 func (g *backgroundGet) attach(ctx context.Context, resp *http.Response) error {
 	if eventStream(resp) {
+		api := g.p.responses
+		t := newTee(api.stream())
+		ended := false
+		end := func() {
+			if ended {
+				return
+			}
+			ended = true
+			reply, usage, err := t.result()
+			if err == nil && reply.Failed() {
+				err = responses.ErrEnded
+			}
+			g.done(ctx, reply, usage, err)
+		}
+		stop := func() {
+			if !ended {
+				ended = true
+				t.abandon()
+			}
+		}
+		body := &teeBody{ReadCloser: resp.Body, t: t, endLine: api.streamEnd, onEnd: end, onUndecodable: func(error) { stop() }}
+		resp.Body = closeHook{ReadCloser: body, onClose: stop}
 		return nil
 	}
 	buf, err := io.ReadAll(io.LimitReader(resp.Body, maxCaptureBytes+1))

@@ -12,6 +12,7 @@ import (
 
 // response is the part of a response object memgate reads.
 type response struct {
+	ID     string          `json:"id"`
 	Object string          `json:"object"`
 	Status string          `json:"status"`
 	Output []item          `json:"output"`
