@@ -161,7 +161,7 @@ func BenchmarkPrepare(b *testing.B) {
 	// encoder would take minutes to embed; its own cost is measured by
 	// internal/encoder's benchmarks and bench's encoder cell.
 	cfg.Recall.Embeddings.Provider = "local"
-	rl, err := openRecall(cfg, w.st, nil, nil, nil)
+	rl, err := openRecall(cfg, w.st, nil, kept{}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -72,7 +72,7 @@ func startRecallGateway(t *testing.T, cfg config.Config) *recallGateway {
 	}
 	st := bk.store
 	t.Cleanup(func() { bk.close() })
-	rl, err := openRecall(cfg, st, bk.embeddings, nil, logger)
+	rl, err := openRecall(cfg, st, bk.embeddings, kept{}, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -126,7 +126,7 @@ func mustQualityRecall(t *testing.T, provider string) func(q string) []memory.It
 	}
 	st := bk.store
 	t.Cleanup(func() { bk.close() })
-	layer, err := openRecall(cfg, st, bk.embeddings, nil, logger)
+	layer, err := openRecall(cfg, st, bk.embeddings, kept{}, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -267,7 +267,7 @@ func BenchmarkRecall(b *testing.B) {
 	defer func() {
 		bk.close()
 	}()
-	rl, err := openRecall(cfg, st, bk.embeddings, nil, logger)
+	rl, err := openRecall(cfg, st, bk.embeddings, kept{}, logger)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func BenchmarkMemoryTurn(b *testing.B) {
 	// search, assembly, enrichment), which the encoder's ~6 ms a text
 	// would drown; bench's encoder cell measures the encoder's turn.
 	cfg.Recall.Embeddings.Provider = "local"
-	rl, err := openRecall(cfg, w.st, nil, nil, nil)
+	rl, err := openRecall(cfg, w.st, nil, kept{}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -243,9 +243,12 @@ func openMemory(ctx context.Context, cfg config.Config, rdb *redis.Client, count
 	// turns, facts, summaries) is kept in memory by the engine, under the
 	// user's revision counters; saves and erasures go through it.
 	// The fact extraction model's answers are kept in memory too, and
-	// an erasure forgets the user's as it forgets their vectors.
-	answers := recall.NewAnswers()
-	forgets := cache.Forgetters{b.embeddings, answers}
+	// an erasure forgets the user's as it forgets their vectors; so are
+	// the items indexing left for the idle backfill to embed.
+	// So are, in the prompt assembler (made below), the recalled blocks
+	// and summaries shown per conversation.
+	answers, deferred, assembler := recall.NewAnswers(), recall.NewDeferred(), &lateForgetter{}
+	forgets := cache.Forgetters{b.embeddings, answers, deferred, assembler}
 	if forget != nil {
 		forgets = append(forgets, forget)
 	}
@@ -279,7 +282,7 @@ func openMemory(ctx context.Context, cfg config.Config, rdb *redis.Client, count
 	}
 	var rec prompt.Recaller
 	if cfg.Recall.Enabled {
-		if m.recall, err = openRecall(cfg, b.store, b.embeddings, answers, logger); err != nil {
+		if m.recall, err = openRecall(cfg, b.store, b.embeddings, kept{answers, deferred}, logger); err != nil {
 			return fail(err)
 		}
 		m.hooks = append(m.hooks, m.recall.Hooks...)
@@ -293,6 +296,7 @@ func openMemory(ctx context.Context, cfg config.Config, rdb *redis.Client, count
 	if m.Prompt, err = newAssembler(cfg, cs, rec, red, counter, logger); err != nil {
 		return fail(err)
 	}
+	assembler.set(m.Prompt)
 	stale := cfg.Capture.ReclaimAfter.D()
 	m.Router = record.NewRouter(cs, b.store, red, logger)
 	// The Capturer and the Worker store a chat's first turn and its
@@ -418,10 +422,17 @@ func openaiClient(base, key string, up config.Upstream, timeout time.Duration, m
 	return openai.NewClientWithConfig(oc)
 }
 
+// kept is what recall keeps of users in memory that erasures reach
+// besides the embedding cache: the fact extraction model's answers and
+// the items left for the idle backfill (nil: recall's own).
+type kept struct {
+	answers  *recall.Answers
+	deferred *recall.Deferred
+}
+
 // openRecall wires recall over st with the embedder of recall.embeddings
-// behind cache (nil: none), its fact extraction keeping the model's
-// answers in answers (nil: its own).
-func openRecall(cfg config.Config, st store, cache recall.EmbeddingCache, answers *recall.Answers, logger *slog.Logger) (*engine.Recall, error) {
+// behind cache (nil: none), keeping what k names where k says.
+func openRecall(cfg config.Config, st store, cache recall.EmbeddingCache, k kept, logger *slog.Logger) (*engine.Recall, error) {
 	rc := cfg.Recall
 	emb, cols, err := newEmbedder(rc.Embeddings, cfg.Upstream, cache, logger)
 	if err != nil {
@@ -439,7 +450,8 @@ func openRecall(cfg config.Config, st store, cache recall.EmbeddingCache, answer
 			WholeQuery: rc.Embeddings.Provider == "encoder"},
 		Recall:         recall.RecallOptions{CrossConversation: rc.CrossConversation, FactsMax: rc.FactsMaxInjected, FactRelevance: rc.MinSimilarity},
 		FactsMaxStored: rc.FactsMaxStored, FactTTL: ttl,
-		Extraction: recall.ExtractorOptions{Model: rc.Extraction.Model, Timeout: extractionTimeout, Answers: answers},
+		Extraction: recall.ExtractorOptions{Model: rc.Extraction.Model, Timeout: extractionTimeout, Answers: k.answers},
+		Deferred:   k.deferred,
 	}
 	if opts.Window, err = engine.EmbedderWindow(rc.Embeddings.Provider); err != nil {
 		return nil, err
@@ -473,6 +485,42 @@ func newEmbedder(ec config.Embeddings, up config.Upstream, cache recall.Embeddin
 type cachedStore struct {
 	store
 	reads *cache.Reads
+}
+
+// lateForgetter is a cache.Forgetter made before what it forwards to
+// (the prompt assembler, wired after the caches that forget with it and
+// the erasure notices that may already call it): nothing until set.
+type lateForgetter struct {
+	mu sync.Mutex
+	f  cache.Forgetter
+}
+
+// set makes l forward to f.
+func (l *lateForgetter) set(f cache.Forgetter) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.f = f
+}
+
+// get returns what l forwards to (nil: not set yet).
+func (l *lateForgetter) get() cache.Forgetter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f
+}
+
+// Forget forwards to what l was set to, if any.
+func (l *lateForgetter) Forget(tenant, user string) {
+	if f := l.get(); f != nil {
+		f.Forget(tenant, user)
+	}
+}
+
+// Clear forwards to what l was set to, if any.
+func (l *lateForgetter) Clear() {
+	if f := l.get(); f != nil {
+		f.Clear()
+	}
 }
 
 // noticed is what an erasure notice reaches in this process: the engine's

@@ -111,6 +111,9 @@ type RecallOptions struct {
 	// Window is how much of a text the embedder reads (EmbedderWindow);
 	// nil: all of it.
 	Window *recall.Window
+	// Deferred, when set, keeps what indexing leaves for Backfill, where
+	// erasures reach it (recall.Deferred.Forget); nil: the indexer's own.
+	Deferred *recall.Deferred
 }
 
 // Recall is recall wired over a store: what the assembler, the after-save
@@ -178,6 +181,9 @@ func NewRecall(st RecallStore, emb recall.Embedder, opts RecallOptions, logger *
 	r.Recaller = recall.NewRecaller(st, recall.NewSearcher(st, emb, opts.Search), emb, opts.Recall)
 	indexer := recall.NewIndexer(st, emb, logger)
 	indexer.Window = opts.Window
+	if opts.Deferred != nil {
+		indexer.UseDeferred(opts.Deferred)
+	}
 	r.Manager = recall.NewManager(st, indexer, r.Recaller, opts.FactsMaxStored, opts.FactTTL)
 	if opts.Extractor != nil {
 		xo := opts.Extraction

@@ -204,6 +204,8 @@ func (x *Index) Items(ctx context.Context, rev memory.Revisions, tenant, user st
 	key := func(id int64) cache.Key[int64] {
 		return cache.Key[int64]{Tenant: tenant, User: user, Rev: rev.Changed, Of: id}
 	}
+	// What is read after an erasure's Forget began is not kept (PutSince).
+	epoch := x.items.Epoch()
 	items, held := make([]memory.Item, len(ranked)), make([]bool, len(ranked))
 	var missing, redate []int64
 	for i, r := range ranked {
@@ -226,7 +228,7 @@ func (x *Index) Items(ctx context.Context, rev memory.Revisions, tenant, user st
 			}
 			if said, ok := times[r.ID]; ok {
 				items[i].SaidAt, held[i] = said, true
-				x.items.Put(key(r.ID), heldItem{items[i], rev.Dated})
+				x.items.PutSince(epoch, key(r.ID), heldItem{items[i], rev.Dated})
 			} else {
 				missing = append(missing, r.ID) // gone (read as of a later change)
 			}
@@ -241,7 +243,7 @@ func (x *Index) Items(ctx context.Context, rev memory.Revisions, tenant, user st
 			if it.Tenant != tenant || it.User != user {
 				continue // another user's row (an id reused after a delete)
 			}
-			x.items.Put(key(it.ID), heldItem{it, rev.Dated})
+			x.items.PutSince(epoch, key(it.ID), heldItem{it, rev.Dated})
 			for i, r := range ranked {
 				if !held[i] && r.ID == it.ID {
 					items[i], held[i] = it, true

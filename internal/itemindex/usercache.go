@@ -55,8 +55,11 @@ func newSlots[T any, V loaded[T]](name string, max int) slots[T, V] {
 // with runs fn on key's value as of rev (see the package doc), holding the
 // slot's mutex; an extended value is a copy, which readers may use outside
 // the mutex (see vecSet). A value past a quarter of the cache's bound is
-// ErrTooBig, and so is the slot until it is evicted.
+// ErrTooBig, and so is the slot until it is evicted. A value read while
+// the user was erased (a Forget since with began) serves the searches
+// holding the slot, and the slot is not kept (PutSince).
 func (c slots[T, V]) with(ctx context.Context, src Source, key Key, rev memory.Revisions, fn func(V)) error {
+	epoch := c.Epoch()
 	sl, ok := c.Get(key)
 	if !ok {
 		sl = &slot[T, V]{}
@@ -82,14 +85,14 @@ func (c slots[T, V]) with(ctx context.Context, src Source, key Key, rev memory.R
 		})
 		if err != nil {
 			sl.val, sl.bytes, sl.tooBig = nil, 0, errors.Is(err, ErrTooBig)
-			c.Put(key, sl) // accounted again, evicting past the bound
+			c.PutSince(epoch, key, sl) // accounted again, evicting past the bound
 			if sl.tooBig {
 				return ErrTooBig
 			}
 			return fmt.Errorf("load %s: %w", c.name, err)
 		}
 		sl.val, sl.bytes, sl.added, sl.changed, sl.last = next, next.size(), rev.Added, rev.Changed, last
-		c.Put(key, sl)
+		c.PutSince(epoch, key, sl)
 	}
 	fn(sl.val)
 	return nil

@@ -32,6 +32,7 @@ func (x *Index) Around(ctx context.Context, rev memory.Revisions, tenant, user s
 	if len(refs) == 0 || radius < 0 {
 		return []*memory.Message{}, nil
 	}
+	epoch := x.windows.Epoch() // see Items
 	wins := make([][]memory.Message, 0, len(refs))
 	var unread []memory.MessageRef
 	asked := make(map[memory.MessageRef]bool, len(refs))
@@ -54,7 +55,7 @@ func (x *Index) Around(ctx context.Context, rev memory.Revisions, tenant, user s
 		for k, win := range read {
 			wins = append(wins, win)
 			if closed[k] {
-				x.windows.Put(cache.Key[WindowKey]{Tenant: tenant, User: user, Rev: rev.Messages, Of: k}, win)
+				x.windows.PutSince(epoch, cache.Key[WindowKey]{Tenant: tenant, User: user, Rev: rev.Messages, Of: k}, win)
 			}
 		}
 	}

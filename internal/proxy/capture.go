@@ -67,8 +67,10 @@ type exchangeCapture struct {
 	root      string
 	seed      string
 	// transcript is the user's key in the prints of their exchanges
-	// (transcriptKey), when the proxy keeps them.
+	// (transcriptKey), when the proxy keeps them; printsGen the count of
+	// their forgets when the request arrived (transcripts.generation).
 	transcript prefixKey
+	printsGen  uint64
 	// background: the request asked for a background response, which
 	// goes on when its stream is cut off (pending.go).
 	background bool
@@ -236,9 +238,9 @@ func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usa
 	// reply end.
 	var shared chan error
 	if t := c.p.transcripts; t != nil {
-		if pp, ok := t.remember(c.transcript, c.cut.Turn, reply); ok && t.shared != nil {
+		if pp, ok := t.rememberSince(c.printsGen, c.transcript, c.cut.Turn, reply); ok && t.shared != nil {
 			shared = make(chan error, 1)
-			go func() { shared <- t.share(context.WithoutCancel(ctx), c.transcript, pp) }()
+			go func() { shared <- t.shareSince(context.WithoutCancel(ctx), c.printsGen, c.transcript, pp) }()
 		}
 	}
 	defer func() {

@@ -150,10 +150,20 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 			delete(h, k)
 		}
 	}
+	// A browser's cookies for the gateway's host are every app's on that
+	// host (cookies ignore ports): none is the provider's.
+	delete(h, "Cookie")
 	// With gateway keys the client's Authorization is its gateway key.
 	// Rewrite runs after the reverse proxy dropped the headers the
 	// client's Connection names, so what is set here goes as set.
 	t.authorize(h, p.requireKey())
+	if t.shared() {
+		// The operator's key: the tenant does not choose which of the
+		// operator's organizations or projects the request bills and reads.
+		for _, k := range accountRequestHeaders {
+			delete(h, k)
+		}
+	}
 	if f == nil {
 		return
 	}

@@ -212,8 +212,9 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		// The user's key in the prints of their exchanges, read by the
 		// check below and written by capture (zero when off).
 		var tk prefixKey
+		var tgen uint64
 		if p.transcripts != nil && id.User != "" {
-			tk = transcriptKey(id.Tenant, id.User)
+			tk, tgen = transcriptKey(id.Tenant, id.User), p.transcripts.generation()
 		}
 		// Whether the request is about its conversation rather than a turn
 		// of it. An answer that waits on the prints the processes share
@@ -314,7 +315,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 			// (memory.Instructed) is no turn of the chat: not stored.
 			if mode.Stores() && p.deps.Capturer != nil && !memory.Instructed(req.Messages) {
 				p.markUnstored(w.Header(), x, cut)
-				f.capture = &exchangeCapture{p: p, x: x, api: a, id: id, model: req.Model, cut: cut, msgs: req.Messages, at: at, received: received, transcript: tk,
+				f.capture = &exchangeCapture{p: p, x: x, api: a, id: id, model: req.Model, cut: cut, msgs: req.Messages, at: at, received: received, transcript: tk, printsGen: tgen,
 					background: req.Background}
 				if implied {
 					// A full-history chat's first turn, stored in the

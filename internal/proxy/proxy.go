@@ -253,7 +253,7 @@ func (p *Proxy) Clear() {
 	p.pending.forget("", "", true)
 	p.resenders.clear()
 	if p.transcripts != nil {
-		p.transcripts.lru.Purge()
+		p.transcripts.clear()
 	}
 }
 

@@ -27,6 +27,11 @@ import (
 // operator's account or where it runs (Azure's deployment and region).
 var accountHeaders = []string{"Openai-Organization", "Openai-Project", "Anthropic-Organization-Id", "Azureml-Model-Deployment", "X-Ms-Region"}
 
+// accountRequestHeaders are the request headers that choose which of the
+// key's organizations or projects a request is made for: a client
+// calling with the operator's key never sends them upstream.
+var accountRequestHeaders = []string{"Openai-Organization", "Openai-Project"}
+
 // accountHeaderPrefixes start the headers that describe the operator's
 // quota: with one key for every tenant, its remaining requests and tokens
 // fall as any tenant uses it, so a tenant reading them watches the others'

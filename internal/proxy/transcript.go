@@ -173,11 +173,41 @@ type transcripts struct {
 	// timeout bounds each read and write of them.
 	shared  PrintStore
 	timeout time.Duration
+
+	// mu orders the forgets with the exchanges' prints kept after them:
+	// gen counts the forgets (forget, clear); forgot holds the count at
+	// each of the last transcriptUsers users' forgets, floor the highest
+	// count forgot evicted, cleared the count at the last clear. An
+	// exchange received at a count a later forget of its user may have
+	// passed (forgotSince) is erased data: its prints are not kept.
+	mu      sync.Mutex
+	gen     uint64
+	forgot  *lru.Cache[prefixKey, uint64]
+	floor   uint64
+	cleared uint64
 }
 
 func newTranscripts(now func() time.Time, shared PrintStore, timeout time.Duration) *transcripts {
 	c, _ := lru.New[prefixKey, *userTurns](transcriptUsers) // errors only on a size <= 0
-	return &transcripts{lru: c, now: now, shared: shared, timeout: timeout}
+	t := &transcripts{lru: c, now: now, shared: shared, timeout: timeout}
+	// Called under t.mu, by forgot.Add.
+	t.forgot, _ = lru.NewWithEvict(transcriptUsers, func(_ prefixKey, gen uint64) { t.floor = max(t.floor, gen) })
+	return t
+}
+
+// generation returns the count of forgets so far, which an exchange takes
+// when its request arrives (rememberSince, shareSince).
+func (t *transcripts) generation() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.gen
+}
+
+// forgotSince reports whether the user k may have been forgotten (erased,
+// or a conversation of theirs deleted) since the count gen; t.mu is held.
+func (t *transcripts) forgotSince(k prefixKey, gen uint64) bool {
+	at, ok := t.forgot.Peek(k)
+	return ok && at > gen || t.floor > gen || t.cleared > gen
 }
 
 // transcriptKey is a user's key in the table and in the shared prints.
@@ -352,11 +382,18 @@ func decodePair(b []byte) (pairPrint, bool) {
 	return p, true
 }
 
-// remember records a captured exchange of the user k in this process's
-// table: the last user message of its turn with text, and its reply when
-// that has text. It returns the exchange's prints, for the shared ones
-// (share); an exchange without both is not kept (false).
+// remember is rememberSince of an exchange received now.
 func (t *transcripts) remember(k prefixKey, turn []memory.Message, reply memory.Message) (pairPrint, bool) {
+	return t.rememberSince(t.generation(), k, turn, reply)
+}
+
+// rememberSince records a captured exchange of the user k, received at
+// the count of forgets gen, in this process's table: the last user
+// message of its turn with text, and its reply when that has text. It
+// returns the exchange's prints, for the shared ones (shareSince); an
+// exchange without both is not kept (false), nor one of a user forgotten
+// since gen (its exchange is erased data).
+func (t *transcripts) rememberSince(gen uint64, k prefixKey, turn []memory.Message, reply memory.Message) (pairPrint, bool) {
 	var said string
 	for i := len(turn) - 1; i >= 0; i-- {
 		if turn[i].Role == "user" && strings.TrimSpace(turn[i].Content) != "" {
@@ -373,6 +410,11 @@ func (t *transcripts) remember(k prefixKey, turn []memory.Message, reply memory.
 	if p.user.words == 0 || p.reply.words == 0 || p.user.words+p.reply.words < transcriptMinWords {
 		return pairPrint{}, false
 	}
+	t.mu.Lock()
+	if t.forgotSince(k, gen) {
+		t.mu.Unlock()
+		return pairPrint{}, false
+	}
 	u, ok := t.lru.Get(k)
 	if !ok {
 		u = &userTurns{}
@@ -380,6 +422,7 @@ func (t *transcripts) remember(k prefixKey, turn []memory.Message, reply memory.
 			u = prev
 		}
 	}
+	t.mu.Unlock() // a forget from here on drops u from the table
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.pairs = append(u.pairs, p)
@@ -389,28 +432,65 @@ func (t *transcripts) remember(k prefixKey, turn []memory.Message, reply memory.
 	return p, true
 }
 
-// share adds p, an exchange of the user k, to the shared prints (the
-// transcriptPairs newest kept, for transcriptMaxAge), in one round trip
-// within the timeout. Without shared prints it does nothing.
+// share is shareSince of an exchange received now.
 func (t *transcripts) share(ctx context.Context, k prefixKey, p pairPrint) error {
+	return t.shareSince(ctx, t.generation(), k, p)
+}
+
+// shareSince adds p, an exchange of the user k received at the count of
+// forgets gen, to the shared prints (the transcriptPairs newest kept, for
+// transcriptMaxAge), in one round trip within the timeout. Without shared
+// prints it does nothing; nor for a user forgotten since gen. A forget
+// that comes while the write is under way may have deleted the prints
+// before it landed: the write is undone.
+func (t *transcripts) shareSince(ctx context.Context, gen uint64, k prefixKey, p pairPrint) error {
 	if t.shared == nil {
+		return nil
+	}
+	forgot := func() bool {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return t.forgotSince(k, gen)
+	}
+	if forgot() {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
-	return t.shared.AddPrint(ctx, k, p.encode(), transcriptPairs, transcriptMaxAge)
+	if err := t.shared.AddPrint(ctx, k, p.encode(), transcriptPairs, transcriptMaxAge); err != nil {
+		return err
+	}
+	if forgot() {
+		return t.shared.ForgetPrints(ctx, k)
+	}
+	return nil
 }
 
 // forget drops the user k's prints, this process's and the shared ones
-// (within forgetTimeout).
+// (within forgetTimeout); an exchange of theirs received before keeps none
+// (rememberSince, shareSince).
 func (t *transcripts) forget(ctx context.Context, k prefixKey) error {
+	t.mu.Lock()
+	t.gen++
+	t.forgot.Add(k, t.gen)
 	t.lru.Remove(k)
+	t.mu.Unlock()
 	if t.shared == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, forgetTimeout)
 	defer cancel()
 	return t.shared.ForgetPrints(ctx, k)
+}
+
+// clear drops this process's prints of every user (erasures may have been
+// missed); an exchange received before keeps none.
+func (t *transcripts) clear() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.gen++
+	t.cleared = t.gen
+	t.lru.Purge()
 }
 
 // own returns this process's prints of the user k newer than oldest.

@@ -5,7 +5,8 @@
 // value was read from, read once per request before the value: a write moves
 // the revision, and what was read before it ages out unread. Nothing is
 // invalidated entry by entry, but an erasure drops the user's entries
-// (Forget, which visits only theirs: the entries are linked by owner).
+// (Forget, which visits only theirs: the entries are linked by owner), and
+// a value read before it is not put after it (PutSince).
 // (Embeddings and token counts, fixed by text and model, have no revision.)
 // A cache whose keys name an owner but no revision (embeddings, the fact
 // extraction model's answers) is bounded in age too (ExpireAfter): an
@@ -60,6 +61,10 @@ type Cache[K Owned, V any] struct {
 	owners map[Owner]*owned[K, V]
 	lru    entry[K, V] // the ring's root: lru.next is the most recently used
 	bytes  int
+	// forgets counts the calls that dropped entries of an owner or of
+	// every owner (Forget, Drop, Clear): a value computed from what was
+	// read before one of them is not put (PutSince).
+	forgets uint64
 
 	hits, misses, evictions prometheus.Counter
 	held                    prometheus.GaugeFunc
@@ -163,6 +168,41 @@ func (c *Cache[K, V]) Put(key K, v V) {
 	size := entryOverhead + c.sizeOf(key, v)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.put(key, v, size)
+}
+
+// Epoch returns the count of the calls so far that dropped an owner's
+// entries (Forget) or every entry (Drop, Clear), for PutSince: take it
+// before reading what a value is computed from.
+func (c *Cache[K, V]) Epoch() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.forgets
+}
+
+// PutSince is Put of a value computed from what was read after Epoch
+// returned epoch, and reports whether v was kept. When an erasure's Forget
+// (or a Drop, a Clear) came since, v may hold what it erased, read before
+// it and put after it, where no later Forget looks: it is not kept, and
+// what key held is dropped (as Put drops it for a value past the bound).
+// The count is shared by all owners, so another owner's erasure meanwhile
+// refuses it too; the value is read again when next needed.
+func (c *Cache[K, V]) PutSince(epoch uint64, key K, v V) bool {
+	size := entryOverhead + c.sizeOf(key, v)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.forgets != epoch {
+		if e, ok := c.elems[key]; ok {
+			c.remove(e)
+		}
+		return false
+	}
+	c.put(key, v, size)
+	return true
+}
+
+// put is Put of v accounted as size; c.mu is held.
+func (c *Cache[K, V]) put(key K, v V, size int) {
 	if e, ok := c.elems[key]; ok {
 		c.remove(e)
 	}
@@ -192,6 +232,7 @@ func (c *Cache[K, V]) Put(key K, v V) {
 func (c *Cache[K, V]) Forget(tenant, user string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.forgets++
 	if o := c.owners[Owner{tenant, user}]; o != nil {
 		for e := o.first; e != nil; e = o.first {
 			c.remove(e)
@@ -203,6 +244,7 @@ func (c *Cache[K, V]) Forget(tenant, user string) {
 func (c *Cache[K, V]) Drop(match func(K) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.forgets++
 	for k, e := range c.elems {
 		if match(k) {
 			c.remove(e)
@@ -224,6 +266,7 @@ func (c *Cache[K, V]) sweep(now time.Time) {
 func (c *Cache[K, V]) Clear() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.forgets++
 	c.reset()
 }
 

@@ -195,3 +195,28 @@ func TestForget(t *testing.T) {
 
 // count is how many entries c holds.
 func count(c *cache.Cache[key, string]) int { n, _ := c.Usage(); return n }
+
+// TestPutSinceRefusesWhatAForgetOvertook: a value read before a Forget (of
+// its owner or another), a Drop or a Clear and put after it is not kept,
+// and what its key held goes too; one read after them is.
+func TestPutSinceRefusesWhatAForgetOvertook(t *testing.T) {
+	c := newCache(1 << 20)
+	k := key{user: "alice", rev: 1, id: 7}
+	for name, forget := range map[string]func(){
+		"forget": func() { c.Forget("", "alice") }, "another's": func() { c.Forget("", "bob") },
+		"drop": func() { c.Drop(func(key) bool { return false }) }, "clear": c.Clear,
+	} {
+		c.Put(k, "held")
+		epoch := c.Epoch()
+		forget()
+		if c.PutSince(epoch, k, "read before") {
+			t.Fatalf("%s: a value read before it was kept", name)
+		}
+		if v, ok := c.Get(k); ok {
+			t.Fatalf("%s: %q still held under the key of a refused value", name, v)
+		}
+		if !c.PutSince(c.Epoch(), k, "read after") {
+			t.Fatalf("%s: a value read after it was refused", name)
+		}
+	}
+}

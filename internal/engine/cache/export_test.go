@@ -24,3 +24,23 @@ func HoldsSummary(r *Reads, id memory.Identity, rev int64) bool {
 	_, ok := r.summaries.Get(convKey{id.Tenant, id.User, rev, id.Conversation})
 	return ok
 }
+
+// HeldOf is how many entries r holds of the user (tails, facts, summaries,
+// heads).
+func HeldOf(r *Reads, tenant, user string) int {
+	return ownedBy(r.tails, tenant, user) + ownedBy(r.facts, tenant, user) +
+		ownedBy(r.summaries, tenant, user) + ownedBy(r.heads, tenant, user)
+}
+
+// ownedBy is how many entries c holds of the user.
+func ownedBy[K Owned, V any](c *Cache[K, V], tenant, user string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	if o := c.owners[Owner{tenant, user}]; o != nil {
+		for e := o.first; e != nil; e = e.nextOwned {
+			n++
+		}
+	}
+	return n
+}

@@ -44,6 +44,7 @@ func (r *Reads) HeadHeld(ctx context.Context, rev *memory.Revisions, id memory.I
 		return helds(msgs), nil
 	}
 	key := convKey{id.Tenant, id.User, rev.Tail(), id.Conversation}
+	epoch := r.heads.Epoch()
 	if h, ok := r.heads.Get(key); ok && (len(h.held) >= n || h.all) {
 		return h.held[:min(n, len(h.held)):min(n, len(h.held))], nil
 	}
@@ -52,7 +53,7 @@ func (r *Reads) HeadHeld(ctx context.Context, rev *memory.Revisions, id memory.I
 		return nil, err
 	}
 	h := head{held: helds(msgs), all: len(msgs) < n}
-	r.heads.Put(key, h)
+	r.heads.PutSince(epoch, key, h)
 	return h.held[:len(h.held):len(h.held)], nil
 }
 

@@ -107,6 +107,7 @@ func (r *Reads) Recent(ctx context.Context, rev *memory.Revisions, id memory.Ide
 		return r.src.Recent(ctx, id, n)
 	}
 	key := convKey{id.Tenant, id.User, rev.Tail(), id.Conversation}
+	epoch := r.tails.Epoch()
 	if t, ok := r.tails.Get(key); ok && (len(t.msgs) >= n || t.all) {
 		return slices.Clone(t.msgs[max(0, len(t.msgs)-n):]), nil
 	}
@@ -114,7 +115,7 @@ func (r *Reads) Recent(ctx context.Context, rev *memory.Revisions, id memory.Ide
 	if err != nil {
 		return nil, err
 	}
-	r.tails.Put(key, tail{msgs: slices.Clone(msgs), all: len(msgs) < n})
+	r.tails.PutSince(epoch, key, tail{msgs: slices.Clone(msgs), all: len(msgs) < n})
 	return msgs, nil
 }
 
@@ -125,6 +126,7 @@ func (r *Reads) LatestSummary(ctx context.Context, rev *memory.Revisions, id mem
 		return r.src.LatestSummary(ctx, id)
 	}
 	key := convKey{id.Tenant, id.User, rev.Summaries, id.Conversation}
+	epoch := r.summaries.Epoch()
 	h, ok := r.summaries.Get(key)
 	if !ok {
 		sum, err := r.src.LatestSummary(ctx, id)
@@ -133,7 +135,7 @@ func (r *Reads) LatestSummary(ctx context.Context, rev *memory.Revisions, id mem
 		} else if err == nil {
 			h = &sum
 		}
-		r.summaries.Put(key, h)
+		r.summaries.PutSince(epoch, key, h)
 	}
 	if h == nil {
 		return memory.Summary{}, fmt.Errorf("summary of %s: %w", id.Conversation, memory.ErrNotFound)
@@ -152,6 +154,7 @@ func (r *Reads) Facts(ctx context.Context, rev *memory.Revisions, tenant, user s
 		return r.src.Facts(ctx, tenant, user, now, history)
 	}
 	key := convKey{tenant, user, rev.Facts, ""}
+	epoch := r.facts.Epoch()
 	live, ok := r.facts.Get(key)
 	if !ok {
 		all, err := r.src.Facts(ctx, tenant, user, now, true)
@@ -159,7 +162,7 @@ func (r *Reads) Facts(ctx context.Context, rev *memory.Revisions, tenant, user s
 			return nil, err
 		}
 		live = slices.DeleteFunc(all, func(f memory.Fact) bool { return f.SupersededAt != nil })
-		r.facts.Put(key, live)
+		r.facts.PutSince(epoch, key, live)
 	}
 	out := slices.DeleteFunc(slices.Clone(live), func(f memory.Fact) bool { return !f.Current(now) })
 	for i, f := range out {
@@ -172,19 +175,21 @@ func (r *Reads) Facts(ctx context.Context, rev *memory.Revisions, tenant, user s
 
 // SaveExchange saves ex with the store and, saved, tells the tails (Saved).
 func (r *Reads) SaveExchange(ctx context.Context, ex memory.Exchange) (memory.SaveResult, error) {
+	e := r.epochs()
 	res, err := r.src.SaveExchange(ctx, ex)
 	if err == nil {
-		r.Saved(ex, res)
+		r.saved(e, ex, res)
 	}
 	return res, err
 }
 
 // SaveExchanges saves exs with the store and, saved, tells the tails.
 func (r *Reads) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]memory.SaveResult, error) {
+	e := r.epochs()
 	res, err := r.src.SaveExchanges(ctx, exs)
 	if err == nil {
 		for i, ex := range exs {
-			r.Saved(ex, res[i])
+			r.saved(e, ex, res[i])
 		}
 	}
 	return res, err
@@ -196,16 +201,29 @@ func (r *Reads) SaveExchanges(ctx context.Context, exs []memory.Exchange) ([]mem
 // stored messages appended, under the count the save left: a batch's
 // saves of a conversation chain so.
 func (r *Reads) Saved(ex memory.Exchange, res memory.SaveResult) {
+	r.saved(r.epochs(), ex, res)
+}
+
+// savedEpochs are the tails' and the heads' Epoch before a save.
+type savedEpochs struct{ tails, heads uint64 }
+
+// epochs returns the tails' and the heads' Epoch, read before a save.
+func (r *Reads) epochs() savedEpochs { return savedEpochs{r.tails.Epoch(), r.heads.Epoch()} }
+
+// saved is Saved of a save begun at e: an erasure's Forget since then
+// may have come after the save committed, and dropped what it stored;
+// none of it is held again (PutSince).
+func (r *Reads) saved(e savedEpochs, ex memory.Exchange, res memory.SaveResult) {
 	if res.Inserted == 0 || !res.TailKnown || res.Superseded > 0 {
 		return
 	}
 	before := convKey{ex.Tenant, ex.User, res.TailBefore, ex.Conversation}
 	after := convKey{ex.Tenant, ex.User, res.TailBefore + int64(res.Inserted), ex.Conversation}
 	if t, held := r.tails.Get(before); held {
-		r.tails.Put(after, appendStored(t, res.Stored))
+		r.tails.PutSince(e.tails, after, appendStored(t, res.Stored))
 	}
 	if h, held := r.heads.Get(before); held {
-		r.heads.Put(after, h.extended(res.Stored))
+		r.heads.PutSince(e.heads, after, h.extended(res.Stored))
 	}
 }
 

@@ -47,7 +47,7 @@ func (a *Assembler) assembleHeld(ctx context.Context, req memory.Request, system
 		p, _, err = asm.assembleWindow(req, system, rest, fullHistory, ld)
 	}
 	if err == nil && req.Mode.Stores() && (shown != nil || !slices.Contains(ld.degraded, partSummary)) {
-		a.held.put(req.Identity, ld.rev, shown)
+		a.held.put(req.Identity, ld.rev, ld.heldEpoch, shown)
 	}
 	return p, err
 }

@@ -1,8 +1,6 @@
 package prompt
 
 import (
-	lru "github.com/hashicorp/golang-lru/v2"
-
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -19,7 +17,7 @@ import (
 // superseded), never a new turn: after one, nothing held before it is
 // shown again. Safe for concurrent use.
 type heldSummaries struct {
-	convs *lru.Cache[memory.Identity, held]
+	convTable[held]
 }
 
 // held is a summary and the Messages revision it was held under.
@@ -29,11 +27,7 @@ type held struct {
 }
 
 func newHeldSummaries(convs int) *heldSummaries {
-	c, err := lru.New[memory.Identity, held](max(convs, 1))
-	if err != nil { // only for a size below 1
-		panic(err)
-	}
-	return &heldSummaries{convs: c}
+	return &heldSummaries{newConvTable[held](convs)}
 }
 
 // usable returns the summary held for id when it was held under rev's
@@ -55,9 +49,15 @@ func (h *heldSummaries) usable(id memory.Identity, rev *memory.Revisions, latest
 
 // put holds s, under rev's Messages revision, as what id's last stored
 // turn was shown; nil (the turn was shown no summary, or rev is unknown)
-// holds nothing for id.
-func (h *heldSummaries) put(id memory.Identity, rev *memory.Revisions, s *memory.Summary) {
+// holds nothing for id, nor does a request whose parts loaded before a
+// forget (epoch).
+func (h *heldSummaries) put(id memory.Identity, rev *memory.Revisions, epoch uint64, s *memory.Summary) {
 	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.forgets != epoch {
 		return
 	}
 	if s == nil || rev == nil {

@@ -4,9 +4,6 @@ import (
 	"crypto/sha256"
 	"slices"
 	"strings"
-	"sync"
-
-	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/memgate/memgate/internal/memory"
 )
@@ -24,10 +21,10 @@ import (
 // before it is shown again. Without revisions nothing is held. Safe for
 // concurrent use.
 type keptBlocks struct {
-	// mu guards the keptConv values, which put changes in place.
-	mu    sync.Mutex
-	convs *lru.Cache[memory.Identity, *keptConv]
-	per   int // blocks held per conversation
+	// convTable's mu guards the keptConv values too, which put changes
+	// in place.
+	convTable[*keptConv]
+	per int // blocks held per conversation
 }
 
 // keptConv is one conversation's blocks, by turn, oldest first, and the
@@ -56,11 +53,7 @@ func keyOf(m memory.Message) turnKey {
 }
 
 func newKeptBlocks(convs, perConv int) *keptBlocks {
-	c, err := lru.New[memory.Identity, *keptConv](max(convs, 1))
-	if err != nil { // only for a size below 1
-		panic(err)
-	}
-	return &keptBlocks{convs: c, per: max(perConv, 1)}
+	return &keptBlocks{convTable: newConvTable[*keptConv](convs), per: max(perConv, 1)}
 }
 
 // lookup returns the blocks kept for id's turns under rev (nil when none,
@@ -101,13 +94,17 @@ func (k *keptBlocks) lookup(id memory.Identity, root string, rev *memory.Revisio
 // of the same text was kept with. Blocks kept under other revisions are
 // dropped first; with rev unknown nothing is kept. Only turns with a block
 // take one of the conversation's places, so a long chat of statements does
-// not push its asking turns' blocks out.
-func (k *keptBlocks) put(id memory.Identity, rev *memory.Revisions, m memory.Message, block string) {
+// not push its asking turns' blocks out. A request whose parts loaded
+// before a forget (epoch) keeps nothing.
+func (k *keptBlocks) put(id memory.Identity, rev *memory.Revisions, epoch uint64, m memory.Message, block string) {
 	if k == nil || rev == nil {
 		return
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.forgets != epoch {
+		return
+	}
 	r := keptRevOf(rev)
 	c, ok := k.convs.Get(id)
 	if !ok || c.rev != r {
@@ -186,7 +183,7 @@ func (a *Assembler) keepBlock(req memory.Request, ld loaded, fullHistory bool, c
 	q := current[i]
 	keeps := a.keepsRecall(req, fullHistory)
 	if keeps {
-		a.kept.put(req.Identity, ld.rev, q, block)
+		a.kept.put(req.Identity, ld.rev, ld.keptEpoch, q, block)
 	}
 	if !a.keepsFirst(req, fullHistory) {
 		return
@@ -195,7 +192,7 @@ func (a *Assembler) keepBlock(req memory.Request, ld loaded, fullHistory bool, c
 		if c := memory.Candidate(req.Tenant, req.User, req.Messages); c != "" {
 			id := req.Identity
 			id.Conversation = c
-			a.kept.put(id, ld.rev, q, block)
+			a.kept.put(id, ld.rev, ld.keptEpoch, q, block)
 		}
 		return
 	}
@@ -206,7 +203,7 @@ func (a *Assembler) keepBlock(req memory.Request, ld loaded, fullHistory bool, c
 		return m.Role == "user" && keyOf(m) != keyOf(q)
 	})
 	if opens {
-		a.kept.put(req.Identity, ld.rev, q, block)
+		a.kept.put(req.Identity, ld.rev, ld.keptEpoch, q, block)
 	}
 }
 

@@ -39,6 +39,10 @@ type loaded struct {
 	now     time.Time
 	// rev are the user's revisions read before the parts (nil: unknown).
 	rev *memory.Revisions
+	// keptEpoch and heldEpoch are the kept blocks' and held summaries'
+	// counts of forgets before the parts loaded: an erasure since keeps
+	// what they show from being kept.
+	keptEpoch, heldEpoch uint64
 	// degraded names the parts left out (memory.Degraded*), sorted.
 	degraded []string
 	// errs are why, one per degraded part.
@@ -129,6 +133,7 @@ func (a *Assembler) load(ctx context.Context, req memory.Request, rest []memory.
 	// routing, for a request it placed: req.Revisions): every part's reads
 	// are current as of them (a cache keeps what it read under them).
 	// Without them the parts read the store.
+	ld.keptEpoch, ld.heldEpoch = a.epochs()
 	rev := req.Revisions
 	if rev == nil {
 		rev = a.revisions(ctx, req.Tenant, req.User, storeDL)

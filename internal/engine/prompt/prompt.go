@@ -263,6 +263,42 @@ type Assembler struct {
 	held *heldSummaries
 }
 
+// Forget drops what a keeps of the user's conversations (the recalled
+// blocks their turns were sent with, the summaries they were shown): the
+// user was erased, or one of their conversations deleted. A request whose
+// parts loaded before keeps nothing of them (cache.Forgetter).
+func (a *Assembler) Forget(tenant, user string) {
+	if a.kept != nil {
+		a.kept.forget(tenant, user)
+	}
+	if a.held != nil {
+		a.held.forget(tenant, user)
+	}
+}
+
+// Clear drops what a keeps of every user (erasures may have been missed).
+func (a *Assembler) Clear() {
+	if a.kept != nil {
+		a.kept.clear()
+	}
+	if a.held != nil {
+		a.held.clear()
+	}
+}
+
+// epochs returns the kept blocks' and the held summaries' counts of
+// forgets (0 for either a does not keep), read before a request's parts
+// load.
+func (a *Assembler) epochs() (kept, held uint64) {
+	if a.kept != nil {
+		kept = a.kept.epoch()
+	}
+	if a.held != nil {
+		held = a.held.epoch()
+	}
+	return kept, held
+}
+
 // New returns an Assembler that only puts stored history back (no summary,
 // facts or recall), within the model's window. counter may be nil (token
 // counts are then 0 and nothing is trimmed), and logger may be nil.

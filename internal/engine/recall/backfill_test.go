@@ -45,6 +45,32 @@ func indexLongHistory(t *testing.T, w *Window, n int) (*fakeStore, *recordingEmb
 	return st, emb, ix
 }
 
+// openTempSQLite opens a SQLite store in a file of its own, closed when t
+// ends.
+func openTempSQLite(t *testing.T) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "memgate.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// saveIndexed stores ex in st and indexes it with ix, guarded by its time
+// as the write path hands it to the hooks.
+func saveIndexed(t *testing.T, st *sqlite.Store, ix *Indexer, ex memory.Exchange) {
+	t.Helper()
+	res, err := st.SaveExchange(context.Background(), ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.GuardSince = ex.At
+	if err := ix.AfterSave(context.Background(), ex, res); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // backfillAll runs Backfill until it reports nothing left, and returns
 // how many items it embedded in all.
 func backfillAll(t *testing.T, ix *Indexer) int {
@@ -170,11 +196,7 @@ func TestBackfillLeavesTheTailOfALongMessage(t *testing.T) {
 func TestBackfillDoesNotResurrectErasedMemory(t *testing.T) {
 	t.Parallel() // its own SQLite file
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "memgate.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := openTempSQLite(t)
 	const n = erasureHistory
 	erased := memory.Identity{Tenant: "t", User: "erased", Conversation: "c"}
 	deleted := memory.Identity{Tenant: "t", User: "kept", Conversation: "gone"}
@@ -225,7 +247,7 @@ func TestBackfillDoesNotResurrectErasedMemory(t *testing.T) {
 // text, not the whole message its chunk was cut from: a client sending
 // long messages cannot make the wait hold more than maxDeferredBytes.
 func TestDeferredItemsAreBounded(t *testing.T) {
-	var d deferredItems
+	var d Deferred
 	message := strings.Repeat("a long pasted message of many sentences. ", 50_000) // 2 MB
 	chunk := message[:1000]
 	cost := len(chunk) + deferredItemBytes
@@ -238,7 +260,7 @@ func TestDeferredItemsAreBounded(t *testing.T) {
 			items[i] = memory.Item{Tenant: fmt.Sprint("t", tn), Ref: fmt.Sprint(i), Text: chunk}
 		}
 		kept := len(d.items)
-		dropped := d.push(items)
+		dropped := d.push(0, items)
 		if dropped == 0 || d.bytes > maxDeferredBytes || d.byTenant[fmt.Sprint("t", tn)] > maxTenantDeferredBytes {
 			t.Fatalf("tenant %d: dropped %d of %d, %d bytes in all, %d the tenant's: want the bounds of %d and %d held",
 				tn, dropped, len(items), d.bytes, d.byTenant[fmt.Sprint("t", tn)], maxDeferredBytes, maxTenantDeferredBytes)
@@ -278,11 +300,7 @@ func TestBackfillDoesNotResurrectARecreatedConversation(t *testing.T) {
 		t.Run(conv, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "memgate.db"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = st.Close() })
+			st := openTempSQLite(t)
 			id := memory.Identity{Tenant: "t", User: "u", Conversation: conv}
 			ix := NewIndexer(st, NewLocal(16), nil)
 			ex := longHistory(id, "before", erasureHistory)
@@ -325,11 +343,7 @@ func TestBackfillDoesNotResurrectARecreatedConversation(t *testing.T) {
 func TestBackfillEmbedsNothingOfAnErasedUser(t *testing.T) {
 	t.Parallel() // its own SQLite file
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "memgate.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := openTempSQLite(t)
 	cache := NewEmbeddingCache(DefaultEmbeddingBytes)
 	ix := NewIndexer(st, NewCached(NewLocal(16), cache), nil)
 	const n = erasureHistory
@@ -390,7 +404,7 @@ func TestBackfillJudgesEachItemByItsOwnGuard(t *testing.T) {
 	item := func(text string, guard time.Time) memory.Item {
 		return memory.Item{Tenant: "t", User: "u", Conversation: "c", Kind: "message", Ref: text, Text: text, GuardSince: guard}
 	}
-	ix.deferred.push([]memory.Item{
+	ix.deferred.push(0, []memory.Item{
 		item("said before the erasure", erasedAt.Add(-time.Hour)),
 		item("said after the erasure", erasedAt.Add(time.Hour)),
 	})

@@ -64,7 +64,7 @@ const (
 // removed. A round cut short (a restart) is run again: items are
 // upserted.
 func (ix *Indexer) IndexBacklog(ctx context.Context) (int, error) {
-	guard := time.Now()
+	guard, deferEpoch := time.Now(), ix.deferred.epoch()
 	pending, err := ix.store.PendingIndex(ctx, backlogEntries, backlogReadBytes)
 	if err != nil {
 		return 0, fmt.Errorf("index backlog: %w", err)
@@ -122,7 +122,7 @@ func (ix *Indexer) IndexBacklog(ctx context.Context) (int, error) {
 	if err := ix.store.ResolveIndex(ctx, moved); err != nil {
 		return 0, fmt.Errorf("index backlog: %w", err)
 	}
-	if n := ix.deferred.push(later); n > 0 {
+	if n := ix.deferred.push(deferEpoch, later); n > 0 {
 		ix.logger.Warn("items left without a vector until gateway reindex", "items", n)
 	}
 	ix.logger.Debug("indexed the backlog", "entries", len(moved), "items", len(items))

@@ -46,10 +46,13 @@ func (k EmbeddingKey) Owner() cache.Owner { return cache.Owner{Tenant: k.Tenant,
 type Owned struct{ Tenant, User, Text string }
 
 // EmbeddingCache keeps vectors by EmbeddingKey (NewEmbeddingCache). Its
-// values are shared: Cached clones what it puts and gets.
+// values are shared: Cached clones what it puts and gets. Cached writes
+// with PutSince the Epoch it read before embedding, so that a vector of a
+// user erased while their text was embedded is not kept (cache.Cache's).
 type EmbeddingCache interface {
 	Get(key EmbeddingKey) ([]float32, bool)
-	Put(key EmbeddingKey, vec []float32)
+	Epoch() uint64
+	PutSince(epoch uint64, key EmbeddingKey, vec []float32) bool
 }
 
 // Embeddings is the embedding cache (NewEmbeddingCache).
@@ -81,14 +84,15 @@ type Cached struct {
 	inflight map[EmbeddingKey]*flight
 }
 
-// flight is one text being embedded for one owner; done closes when vec or
-// err is set.
+// flight is one text being embedded for one owner, begun at the cache's
+// epoch; done closes when vec or err is set.
 type flight struct {
-	text string
-	key  EmbeddingKey
-	done chan struct{}
-	vec  []float32
-	err  error
+	text  string
+	key   EmbeddingKey
+	epoch uint64
+	done  chan struct{}
+	vec   []float32
+	err   error
 }
 
 // NewCached returns inner behind cache.
@@ -123,12 +127,13 @@ func (c *Cached) EmbedOwned(ctx context.Context, texts []Owned, by time.Time) ([
 	out, waits := make([][]float32, len(texts)), make([]*flight, len(texts))
 	var mine []*flight
 	c.mu.Lock()
+	epoch := c.cache.Epoch()
 	for i, t := range texts {
 		k := EmbeddingKey{Model: model, Dims: dims, Tenant: t.Tenant, User: t.User, Hash: ContentHash(model, t.Text)}
 		if v, ok := c.cache.Get(k); ok && len(v) == dims {
 			out[i] = slices.Clone(v)
 		} else if waits[i] = c.inflight[k]; waits[i] == nil {
-			waits[i] = &flight{text: t.Text, key: k, done: make(chan struct{})}
+			waits[i] = &flight{text: t.Text, key: k, epoch: epoch, done: make(chan struct{})}
 			c.inflight[k], mine = waits[i], append(mine, waits[i])
 		}
 	}
@@ -180,9 +185,11 @@ func (c *Cached) fly(ctx context.Context, fs []*flight, by time.Time) {
 		close(f.done)
 	}
 	// Joinable until cached, so no request in between embeds them again.
+	// Not kept when an erasure came since the flight began: its Forget
+	// ran before this write, and the vector holds what the owner said.
 	for _, f := range fs {
 		if err == nil && len(f.vec) == dims {
-			c.cache.Put(f.key, slices.Clone(f.vec))
+			c.cache.PutSince(f.epoch, f.key, slices.Clone(f.vec))
 		}
 	}
 	c.mu.Lock()

@@ -127,9 +127,9 @@ type slowWriteCache struct {
 	gate chan struct{}
 }
 
-func (c *slowWriteCache) Put(k EmbeddingKey, v []float32) {
+func (c *slowWriteCache) PutSince(epoch uint64, k EmbeddingKey, v []float32) bool {
 	<-c.gate
-	c.memCache.Put(k, v)
+	return c.memCache.PutSince(epoch, k, v)
 }
 
 // TestCachedFlightAnswersUntilItsVectorsAreCached: a text whose call has

@@ -92,6 +92,15 @@ func (c *memCache) Put(k EmbeddingKey, v []float32) {
 	c.m[k] = v
 }
 
+// Epoch is 0: memCache forgets nothing.
+func (c *memCache) Epoch() uint64 { return 0 }
+
+// PutSince is Put.
+func (c *memCache) PutSince(_ uint64, k EmbeddingKey, v []float32) bool {
+	c.Put(k, v)
+	return true
+}
+
 func TestOpenAIEmbedderBatches(t *testing.T) {
 	tests := []struct {
 		name  string

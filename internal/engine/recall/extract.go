@@ -147,6 +147,9 @@ func (e *Extractor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, r
 			}
 		}
 	}
+	// The answers are kept only if no erasure came while the model
+	// answered (Answers.Forget ran before the Put: see cache.PutSince).
+	epoch := e.answers.c.Epoch()
 	sem := make(chan struct{}, batchCalls)
 	var wg sync.WaitGroup
 	for k := range qs {
@@ -171,7 +174,7 @@ func (e *Extractor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, r
 			// Kept before it is recorded: a round that cannot record it
 			// now (the store failed, the round was fenced) or cannot
 			// acknowledge it is redone without paying for it again.
-			e.answers.c.Put(q.key, q.facts)
+			e.answers.c.PutSince(epoch, q.key, q.facts)
 		}
 		if err := e.record(ctx, exs[q.ex], q, results[q.ex].GuardSince); err != nil {
 			errs = append(errs, err)

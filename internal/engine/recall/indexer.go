@@ -61,8 +61,8 @@ type Indexer struct {
 	// are cut as Chunk cuts them).
 	Window *Window
 	// deferred are the items a user's embedding budget left without a
-	// vector (userEmbedBytes), for Backfill.
-	deferred deferredItems
+	// vector (userEmbedBytes), for Backfill (UseDeferred).
+	deferred *Deferred
 	// indexUnits, when positive, replaces exchangeIndexUnits (and a
 	// quarter of it backlogIndexUnits): set by tests only.
 	indexUnits int
@@ -77,8 +77,13 @@ func NewIndexer(store IndexStore, emb Embedder, logger *slog.Logger) *Indexer {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Indexer{store: store, emb: owning(emb), logger: logger, summaries: seen.Set{Max: 4096}}
+	return &Indexer{store: store, emb: owning(emb), logger: logger, summaries: seen.Set{Max: 4096}, deferred: NewDeferred()}
 }
+
+// UseDeferred makes ix keep the items it leaves for Backfill in d (one an
+// erasure reaches: Deferred.Forget) in place of its own. Call it before ix
+// is used.
+func (ix *Indexer) UseDeferred(d *Deferred) { ix.deferred = d }
 
 // AfterSave indexes what storing ex added (it implements record.Hook through AfterSaveBatch):
 //   - each user and assistant message stored for ex, as kind "message" items
@@ -162,6 +167,7 @@ func (p IndexPart) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 // index indexes parts of a batch (see AfterSaveBatch).
 func (ix *Indexer) index(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult, parts indexParts) error {
 	messages, derived := parts&indexMessages != 0, parts&indexDerived != 0
+	deferEpoch := ix.deferred.epoch() // before anything is read (Deferred.push)
 	var (
 		items, textOnly []memory.Item
 		// later are the textOnly items only their user's budget left
@@ -353,7 +359,7 @@ func (ix *Indexer) index(ctx context.Context, exs []memory.Exchange, results []m
 			return fmt.Errorf("index %d exchanges: defer %d messages: %w", len(exs), len(backlog), err)
 		}
 	}
-	if n := ix.deferred.push(later); n > 0 {
+	if n := ix.deferred.push(deferEpoch, later); n > 0 {
 		ix.logger.Warn("items left without a vector until gateway reindex", "items", n)
 	}
 	for _, key := range summaryKeys {
@@ -529,14 +535,74 @@ const deferredItemBytes = 256
 // taken waits little (see Bounded).
 const backfillBatch = 16
 
-// deferredItems are items waiting for a vector, in the order Backfill
-// takes them, and the bytes they count against maxDeferredBytes, in all
-// and by tenant.
-type deferredItems struct {
+// Deferred are the items waiting for a vector (Indexer.Backfill), in the
+// order Backfill takes them, and the bytes they count against
+// maxDeferredBytes, in all and by tenant. They hold their users' text: an
+// erasure, or a deletion of one of the user's conversations, drops the
+// user's (Forget, as cache.Reads.Forget calls it in every process the
+// erasure's notice reaches), so none of it waits in memory for the
+// enricher's idle time, nor goes to the embedding provider after it (the
+// user's other items wait for `gateway reindex`, as those past the
+// bound do). It is safe for concurrent use.
+type Deferred struct {
 	mu       sync.Mutex
 	items    []memory.Item
 	bytes    int
 	byTenant map[string]int
+	// forgets counts Forget and Clear: a round begun before one keeps
+	// none of its items (push).
+	forgets uint64
+}
+
+// NewDeferred returns an empty Deferred, for Indexer.UseDeferred.
+func NewDeferred() *Deferred { return &Deferred{} }
+
+// Forget drops the items of the user of tenant (cache.Forgetter).
+func (d *Deferred) Forget(tenant, user string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.forgets++
+	d.drop(func(it memory.Item) bool { return it.Tenant == tenant && it.User == user })
+}
+
+// Clear drops every item (erasures may have been missed): they stay
+// without a vector until `gateway reindex`.
+func (d *Deferred) Clear() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.forgets++
+	d.drop(func(memory.Item) bool { return true })
+}
+
+// drop removes the items gone reports, with their bytes; d.mu is held.
+func (d *Deferred) drop(gone func(memory.Item) bool) {
+	d.items = slices.DeleteFunc(d.items, func(it memory.Item) bool {
+		if !gone(it) {
+			return false
+		}
+		d.uncount(it)
+		return true
+	})
+	if len(d.items) == 0 {
+		d.items = nil
+	}
+}
+
+// uncount takes it's cost off the bytes counted; d.mu is held.
+func (d *Deferred) uncount(it memory.Item) {
+	cost := len(it.Text) + deferredItemBytes
+	d.bytes -= cost
+	if d.byTenant[it.Tenant] -= cost; d.byTenant[it.Tenant] == 0 {
+		delete(d.byTenant, it.Tenant)
+	}
+}
+
+// epoch returns the count of forgets, which a round of indexing reads
+// before it reads what it indexes, for push.
+func (d *Deferred) epoch() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.forgets
 }
 
 // push keeps items (a round's, oldest first), newest first, within
@@ -544,10 +610,14 @@ type deferredItems struct {
 // its text (a chunk shares the bytes of its whole message, which may be a
 // long one), and returns how many it could not keep: the oldest. Items
 // are taken in the order they were kept, so a tenant's long history waits
-// behind what others deferred before it.
-func (d *deferredItems) push(items []memory.Item) int {
+// behind what others deferred before it. A round that read them before a
+// forget (epoch) keeps none: some may be its user's.
+func (d *Deferred) push(epoch uint64, items []memory.Item) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.forgets != epoch {
+		return len(items)
+	}
 	for i := len(items) - 1; i >= 0; i-- {
 		it := items[i]
 		cost := len(it.Text) + deferredItemBytes
@@ -566,17 +636,13 @@ func (d *deferredItems) push(items []memory.Item) int {
 }
 
 // pop takes up to n items, the first kept.
-func (d *deferredItems) pop(n int) []memory.Item {
+func (d *Deferred) pop(n int) []memory.Item {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	n = min(n, len(d.items))
 	out := slices.Clone(d.items[:n])
 	for _, it := range out {
-		cost := len(it.Text) + deferredItemBytes
-		d.bytes -= cost
-		if d.byTenant[it.Tenant] -= cost; d.byTenant[it.Tenant] == 0 {
-			delete(d.byTenant, it.Tenant)
-		}
+		d.uncount(it)
 	}
 	clear(d.items[:n])
 	d.items = d.items[n:]

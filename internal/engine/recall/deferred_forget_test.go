@@ -1,0 +1,60 @@
+package recall
+
+import (
+	"context"
+	"testing"
+
+	"github.com/memgate/memgate/internal/engine/cache"
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// TestBackfillEmbedsNothingOfADeletedConversation: what indexing left
+// for Backfill of a conversation deleted since waits no longer in memory,
+// and is not sent to the embedder, once the deletion's Forget reaches the
+// Deferred (as cache.Reads.Forget does in every process its notice
+// reaches): its vectors would go to the embedding provider, and into the
+// cache the deletion emptied, for writes the store then skips. Another
+// user's deferred items are embedded.
+func TestBackfillEmbedsNothingOfADeletedConversation(t *testing.T) {
+	t.Parallel() // its own SQLite file
+	ctx := context.Background()
+	st := openTempSQLite(t)
+	vectors, deferred := NewEmbeddingCache(DefaultEmbeddingBytes), NewDeferred()
+	ix := NewIndexer(st, NewCached(NewLocal(16), vectors), nil)
+	ix.UseDeferred(deferred)
+	gone := memory.Identity{Tenant: "t", User: "gone", Conversation: "c"}
+	kept := memory.Identity{Tenant: "t", User: "kept", Conversation: "c"}
+	for _, id := range []memory.Identity{gone, kept} {
+		saveIndexed(t, st, ix, longHistory(id, "e-"+id.User, erasureHistory))
+	}
+	mustDeferMessage3(t, ix, gone, kept)
+	if err := st.DeleteConversation(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	cache.Forgetters{vectors, deferred}.Forget(gone.Tenant, gone.User) // as the deletion does
+	deferred.mu.Lock()
+	for _, it := range deferred.items {
+		if it.User == gone.User {
+			deferred.mu.Unlock()
+			t.Fatalf("an item of the deleted conversation still waits for Backfill: %q", it.Text)
+		}
+	}
+	deferred.mu.Unlock()
+	backfillAll(t, ix)
+	owners := map[string]int{}
+	vectors.Drop(func(k EmbeddingKey) bool { owners[k.User]++; return false })
+	if owners[gone.User] > 0 {
+		t.Fatalf("%d texts of the deleted conversation embedded after its deletion", owners[gone.User])
+	}
+	if owners[kept.User] == 0 {
+		t.Fatal("the other user's deferred items were not embedded")
+	}
+
+	// A round that read its items before a forget keeps none of them.
+	epoch := deferred.epoch()
+	deferred.Forget(gone.Tenant, gone.User)
+	items := []memory.Item{{Tenant: "t", User: "gone", Conversation: "c", Kind: "message", Ref: "m", Text: "read before"}}
+	if n := deferred.push(epoch, items); n != 1 || ix.Deferred() != 0 {
+		t.Fatalf("a round begun before the forget kept %d of its items (dropped %d)", ix.Deferred(), n)
+	}
+}

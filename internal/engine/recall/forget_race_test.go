@@ -1,0 +1,88 @@
+package recall
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// TestCachedKeepsNoVectorOfAUserErasedDuringTheCall: a user erased while
+// their text is being embedded (the erasure's Forget runs between the
+// call's start and its answer) has no vector in the cache afterwards: the
+// flight's write comes after the Forget, where no later one looks.
+func TestCachedKeepsNoVectorOfAUserErasedDuringTheCall(t *testing.T) {
+	g := newGated()
+	cache := NewEmbeddingCache(1 << 20)
+	c := NewCached(g, cache)
+	const text = "my new address is 12 Rua Augusta"
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.EmbedOwned(context.Background(), []Owned{{Tenant: "t", User: "u", Text: text}}, time.Time{})
+		done <- err
+	}()
+	waitFor(t, "the call", func() bool { _, n := g.count(""); return n == 1 })
+	cache.Forget("t", "u") // the erasure, while the provider answers
+	close(g.gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the flight's end", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.inflight) == 0
+	})
+	key := EmbeddingKey{Model: "gated", Dims: 8, Tenant: "t", User: "u", Hash: ContentHash("gated", text)}
+	if _, ok := cache.Get(key); ok {
+		t.Fatal("the erased user's vector was cached after their erasure")
+	}
+	// A call begun after the erasure is cached as usual.
+	if _, err := c.EmbedOwned(context.Background(), []Owned{{Tenant: "t", User: "u", Text: text}}, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the later vector in the cache", func() bool { _, ok := cache.Get(key); return ok })
+}
+
+// gatedChatter answers every extraction with reply once its gate opens,
+// counting the calls that reached it.
+type gatedChatter struct {
+	fakeChatter
+	gate    chan struct{}
+	arrived chan struct{}
+}
+
+func (c *gatedChatter) CreateChatCompletion(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+	c.arrived <- struct{}{}
+	<-c.gate
+	return c.fakeChatter.CreateChatCompletion(ctx, req)
+}
+
+// TestExtractorKeepsNoAnswerOfAUserErasedDuringTheCall: the facts the
+// model answered about a user erased while it was answering are not kept
+// among the answers (they hold what the user said), though the erasure's
+// Forget came before the round put them there.
+func TestExtractorKeepsNoAnswerOfAUserErasedDuringTheCall(t *testing.T) {
+	ch := &gatedChatter{fakeChatter: fakeChatter{reply: `{"facts":[{"type":"profile","key":"city","value":"Lisbon","confidence":0.9}]}`},
+		gate: make(chan struct{}), arrived: make(chan struct{}, 4)}
+	answers := NewAnswers()
+	x := NewExtractor(ch, newFakeStore(), ExtractorOptions{Model: "m", MaxPerUser: 200, Answers: answers}, nil)
+	ex := memory.Exchange{ID: "e1", Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, At: time.Now(),
+		Turn:  []memory.Message{{Role: "user", Content: "I live in Lisbon now."}},
+		Reply: memory.Message{Role: "assistant", Content: "Nice!"}}
+	done := make(chan error, 1)
+	go func() {
+		done <- x.AfterSaveBatch(context.Background(), []memory.Exchange{ex}, []memory.SaveResult{{Inserted: 2}})
+	}()
+	<-ch.arrived
+	answers.Forget("t", "u") // the erasure, while the model answers
+	close(ch.gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := answers.c.Usage(); n != 0 {
+		t.Fatalf("%d answers kept of a user erased during the call, want none", n)
+	}
+}
