@@ -102,6 +102,9 @@ type Request struct {
 	// (Responses store: false), so no later request can name the
 	// response; its output items come back with their ids.
 	Stateless bool
+	// Background is true when a Responses body asks for a background
+	// response (background: true), answered later.
+	Background bool
 	// NoTools is true when the body declares no tools
 	// (memory.Request.NoTools).
 	NoTools bool
@@ -167,7 +170,7 @@ func Parse(api API, raw []byte) (*Request, *apierr.Error) {
 		}
 		return &Request{API: api, Raw: raw, Model: r.Model, User: cmp.Or(r.User, r.SafetyIdentifier), Stream: r.Stream, MaxTokens: r.MaxTokens,
 			Messages: r.Messages, NoRecent: r.HeldHistory(), States: r.States(), CarriedIDs: r.CarriedIDs(), RequiredIDs: r.RequiredIDs(), AmbiguousStates: ambiguous(r),
-			Stateless: r.NoStore, NoTools: r.NoTools, render: r.Render, responses: r}, nil
+			Stateless: r.NoStore, Background: r.Background, NoTools: r.NoTools, render: r.Render, responses: r}, nil
 	}
 	r, err := chat.ParseRequest(raw)
 	if err != nil {

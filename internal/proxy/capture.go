@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/memgate/memgate/internal/dialect/responses"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/server"
 )
@@ -70,6 +71,9 @@ type exchangeCapture struct {
 	// their forgets when the request arrived (transcripts.generation).
 	transcript prefixKey
 	printsGen  uint64
+	// background: the request asked for a background response, which
+	// goes on when its stream is cut off (pending.go).
+	background bool
 	// stream is set once a 2xx event stream arrived.
 	stream *tee
 	// done is set once the exchange was handed on or given up.
@@ -107,6 +111,15 @@ func (c *exchangeCapture) attach(ctx context.Context, resp *http.Response, undec
 	}
 	resp.Body = readCloser{Reader: bytes.NewReader(buf), Closer: resp.Body}
 	reply, usage, err := c.api.reply(buf)
+	if errors.Is(err, responses.ErrNotDone) {
+		// A background response: its answer comes later.
+		if created, err := responses.CreatedFromJSON(buf); err != nil {
+			c.skipped(err)
+		} else {
+			c.holdBackground(created.ID)
+		}
+		return nil
+	}
 	if err != nil {
 		c.skipped(err)
 		return nil
@@ -137,6 +150,9 @@ func (c *exchangeCapture) end(ctx context.Context) {
 // set done, so abandon leaves the stream to it.
 func (c *exchangeCapture) complete(ctx context.Context) {
 	reply, usage, err := c.stream.result()
+	if c.heldOn(err) {
+		return
+	}
 	if err != nil {
 		c.skipped(err)
 		return
@@ -176,7 +192,8 @@ func (c *exchangeCapture) undecodable(err error) {
 // once it has the finish_reason, before the usage chunk or [DONE], hung up
 // with the whole answer, which is stored as it is when the upstream ends
 // the stream there. A reply cut off before that is dropped, uncounted: the
-// client chose to stop it.
+// client chose to stop it; a background response's, which goes on at the
+// provider, is held until a GET returns it done (heldOn).
 func (c *exchangeCapture) abandon(ctx context.Context) {
 	if c.done || c.stream == nil {
 		return
@@ -185,6 +202,8 @@ func (c *exchangeCapture) abandon(ctx context.Context) {
 	c.p.captures.Go(func() {
 		if reply, usage, err := c.stream.result(); err == nil {
 			c.capture(ctx, reply, usage)
+		} else {
+			c.heldOn(err)
 		}
 	})
 }
@@ -196,6 +215,8 @@ func (c *exchangeCapture) skipped(err error) {
 		reason = skipTooLarge
 	case errors.Is(err, errTeeOverflow):
 		reason = skipOverflow
+	case errors.Is(err, errBackgroundLost):
+		reason = skipBackgroundLost
 	}
 	c.p.m.captureDr.WithLabelValues(reason).Inc()
 	c.p.log.LogAttrs(context.Background(), slog.LevelWarn, "exchange not captured",

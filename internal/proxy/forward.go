@@ -36,6 +36,9 @@ type forward struct {
 	start         time.Time
 	// capture is the pending capture of a memory-on exchange, or nil.
 	capture *exchangeCapture
+	// background is a GET of a background response whose exchange's
+	// capture this process holds for the caller (pending.go), or nil.
+	background *backgroundGet
 	// bind binds the provider state a 2xx reply creates to the request's
 	// tenant and user, or is nil.
 	bind *stateBind
@@ -188,7 +191,7 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 			h["Content-Type"] = []string{"application/json"}
 		}
 	}
-	if f.memory || t.shared() {
+	if f.memory || t.shared() || f.background != nil {
 		// Read here: for capture, or to scrub the operator's account out.
 		delete(h, "Accept-Encoding")
 		f.decodes = true
@@ -263,6 +266,9 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	}
 	if f.capture != nil && resp.StatusCode/100 == 2 {
 		return f.capture.attach(resp.Request.Context(), resp, undecoded)
+	}
+	if f.background != nil && resp.StatusCode/100 == 2 && undecoded == nil {
+		return f.background.attach(resp.Request.Context(), resp)
 	}
 	return nil
 }

@@ -46,6 +46,7 @@ func (p *Proxy) handlePassthrough(a *api) echo.HandlerFunc {
 				return nil
 			}
 			f.tenant = id.Tenant
+			f.background = p.backgroundGetOf(r, id.Tenant, id.User)
 			// The Files API under the operator's key is checked file by
 			// file (files.go), the list only when allow-listed.
 			op, file, files := filesRoute(r)
@@ -62,6 +63,12 @@ func (p *Proxy) handlePassthrough(a *api) echo.HandlerFunc {
 			if aerr != nil {
 				a.writeError(c.Response(), aerr)
 				return nil
+			}
+		}
+		if !p.requireKey() && !p.pending.empty() {
+			// Without gateway keys the identity is the client's headers'.
+			if id, _, aerr := p.identify(r, ""); aerr == nil {
+				f.background = p.backgroundGetOf(r, id.Tenant, id.User)
 			}
 		}
 		if a.up.shared() {

@@ -109,6 +109,9 @@ type Proxy struct {
 	// resenders are the users seen resending their history, whose
 	// requests landing in the default conversation are new chats.
 	resenders *resenders
+	// pending are the captures of background responses awaiting their
+	// answer (pending.go).
+	pending *pendingResponses
 }
 
 // New returns a proxy for opts.Upstream whose metrics are registered on
@@ -128,6 +131,7 @@ func New(opts Options, deps Deps, logger *slog.Logger, reg prometheus.Registerer
 	}
 	p := &Proxy{opts: opts, deps: deps, log: logger, m: m, prefix: newPrefixes(), transport: upstream.NewTransport(opts.Upstream.transport()),
 		chat: chatAPI(openai), messages: messagesAPI(claude), responses: responsesAPI(openai)}
+	p.pending = newPendingResponses(time.Now, func(c *exchangeCapture) { c.skipped(errBackgroundLost) })
 	p.resenders = newResenders(deps.Resenders, forgetTimeout, time.Now, func(err error) {
 		m.newChatSignal.WithLabelValues(newChatSignalWrite).Inc()
 		logger.Debug("a user seen resending their history not shared", "error", err.Error())
@@ -228,6 +232,7 @@ func (p *Proxy) CloseIdleConnections() { p.transport.CloseIdleConnections() }
 // of their conversations deleted. Proxy is so a cache.Forgetter the
 // erasures reach, on every process.
 func (p *Proxy) Forget(tenant, user string) {
+	p.pending.forget(tenant, user, false)
 	if err := p.resenders.forget(context.Background(), tenant, user); err != nil {
 		p.m.newChatSignal.WithLabelValues(newChatSignalForget).Inc()
 		p.log.Warn("the shared signal that an erased user resends their history was not deleted; it expires on its own", "within", resenderMaxAge.String(), "error", err.Error())
@@ -245,6 +250,7 @@ func (p *Proxy) Forget(tenant, user string) {
 // resending their history (erasures may have been missed); the shared
 // prints, which the erasing process deleted, stay.
 func (p *Proxy) Clear() {
+	p.pending.forget("", "", true)
 	p.resenders.clear()
 	if p.transcripts != nil {
 		p.transcripts.clear()

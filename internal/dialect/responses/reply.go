@@ -1,7 +1,9 @@
 package responses
 
 import (
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/memgate/memgate/internal/dialect/chat"
@@ -10,6 +12,7 @@ import (
 
 // response is the part of a response object memgate reads.
 type response struct {
+	ID     string          `json:"id"`
 	Object string          `json:"object"`
 	Status string          `json:"status"`
 	Output []item          `json:"output"`
@@ -26,12 +29,31 @@ type usage struct {
 	} `json:"input_tokens_details"`
 }
 
+// ErrNotDone is the error of a reply whose response is not done: a
+// background response (background: true) answers at once queued or
+// in_progress, with no output yet; its answer comes later, to a GET of
+// the response or in its stream.
+var ErrNotDone = errors.New("the response is not done")
+
+// ErrEnded is the error of a reply whose response ended without an
+// answer: it failed, or was cancelled (a background response). It wraps
+// memory.ErrInvalid.
+var ErrEnded = fmt.Errorf("%w: the response ended without an answer", memory.ErrInvalid)
+
+// Done reports whether a response's status is terminal: any but queued
+// and in_progress (a reply that gives none is done).
+func Done(status string) bool { return status != "queued" && status != "in_progress" }
+
 // reply converts a response's output items to the chat assistant message
 // memgate stores: output text as content, function calls as tool_calls,
-// reasoning summaries as reasoning_content.
+// reasoning summaries as reasoning_content. A response not done fails
+// with ErrNotDone, a failed or cancelled one with ErrEnded.
 func (r response) reply() (memory.Message, *memory.Usage, error) {
-	if r.Status == "failed" || len(r.Error) > 0 && string(r.Error) != "null" {
-		return memory.Message{}, nil, fmt.Errorf("%w: the response failed", memory.ErrInvalid)
+	if !Done(r.Status) {
+		return memory.Message{}, nil, fmt.Errorf("%w: it is %s", ErrNotDone, r.Status)
+	}
+	if r.Status == "failed" || r.Status == "cancelled" || len(r.Error) > 0 && string(r.Error) != "null" {
+		return memory.Message{}, nil, fmt.Errorf("%w (%s)", ErrEnded, cmp.Or(r.Status, "error"))
 	}
 	return r.message()
 }
@@ -57,7 +79,8 @@ func (r response) message() (memory.Message, *memory.Usage, error) {
 // ReplyFromJSON reads a non-streamed Responses API response and returns its
 // output as one chat assistant message and the usage (nil when absent). It
 // fails with memory.ErrInvalid when the body is not a response or the
-// response failed.
+// response failed or was cancelled (ErrEnded), with ErrNotDone when the response is
+// not done yet (a background response queued or in progress).
 func ReplyFromJSON(b []byte) (memory.Message, *memory.Usage, error) {
 	var r response
 	if err := json.Unmarshal(b, &r); err != nil {

@@ -38,6 +38,10 @@ type Request struct {
 	// (store: false): no later request can name the response or its
 	// items.
 	NoStore bool
+	// Background is true when the body asks for a background response
+	// (background: true): the reply, whole, is the response queued, its
+	// answer to be fetched later (GET /v1/responses/{id}).
+	Background bool
 	// NoTools is true when the body declares no tools (tools is not a
 	// non-empty array; memory.Request.NoTools).
 	NoTools bool
@@ -113,6 +117,9 @@ func parseRequest(b []byte, create bool) (*Request, error) {
 		if json.Unmarshal(obj.Get("store"), &store) == nil && store != nil {
 			r.NoStore = !*store
 		}
+	}
+	if obj.Has("background") {
+		json.Unmarshal(obj.Get("background"), &r.Background) // the upstream's to check
 	}
 	if obj.Has("safety_identifier") {
 		json.Unmarshal(obj.Get("safety_identifier"), &r.SafetyIdentifier) // the upstream's to check

@@ -572,3 +572,19 @@ func FuzzMemberCount(f *testing.F) {
 		}
 	})
 }
+
+// TestReplyFromJSONNotDone: a background response queued or in progress
+// holds no answer yet (ErrNotDone); a cancelled one holds none
+// (ErrEnded, a memory.ErrInvalid); one with no status is done.
+func TestReplyFromJSONNotDone(t *testing.T) {
+	for status, want := range map[string]error{"queued": ErrNotDone, "in_progress": ErrNotDone, "cancelled": ErrEnded, "failed": ErrEnded} {
+		_, _, err := ReplyFromJSON([]byte(`{"id":"resp_1","object":"response","status":"` + status + `","background":true,"output":[],"usage":null}`))
+		if !errors.Is(err, want) {
+			t.Errorf("%s: err %v, want %v", status, err, want)
+		}
+	}
+	msg, _, err := ReplyFromJSON([]byte(`{"id":"resp_1","object":"response","output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hi"}]}]}`))
+	if err != nil || msg.Content != "hi" {
+		t.Errorf("no status: %q, %v", msg.Content, err)
+	}
+}

@@ -22,6 +22,7 @@ type Stream struct {
 	parts  int
 	over   bool
 	final  *response
+	id     string // the response's id, from the first event naming it
 	failed string // why the response failed, when it did
 	err    error
 }
@@ -68,6 +69,10 @@ func NewStream(limit int64) *Stream {
 
 // Write feeds the next piece of the event stream.
 func (s *Stream) Write(p []byte) (int, error) { return s.dec.Write(p) }
+
+// ID is the response's id, from the first event naming it ("" when none
+// did).
+func (s *Stream) ID() string { return s.id }
 
 // at returns the item at an output index, creating it; past
 // maxStreamParts it returns one not held, and marks the stream over.
@@ -120,6 +125,9 @@ func (s *Stream) event(ev sse.Event) error {
 	var e streamEvent
 	if err := json.Unmarshal(ev.Data, &e); err != nil {
 		return fmt.Errorf("%w: stream event %q: %v", memory.ErrInvalid, ev.Type, err)
+	}
+	if e.Response != nil && s.id == "" {
+		s.id = e.Response.ID
 	}
 	switch e.Type {
 	case "response.output_item.added", "response.output_item.done":
@@ -246,10 +254,15 @@ func (it *streamItem) whole() item {
 // carried response.failed or an error event returns what was streamed
 // before it, marked with memory.FailedField (as chat's StreamReply does).
 // It fails when the stream ended without response.completed or
-// response.incomplete and without such an event, or exceeded the limit.
+// response.incomplete and without such an event (with ErrNotDone too
+// when an event named the response: a background response goes on
+// without the stream, see ID), or exceeded the limit.
 func (s *Stream) Result() (memory.Message, *memory.Usage, error) {
 	if err := s.dec.Err(); err != nil {
 		return memory.Message{}, nil, fmt.Errorf("responses stream: %w", err)
+	}
+	if s.final == nil && s.failed == "" && s.id != "" {
+		return memory.Message{}, nil, fmt.Errorf("%w: %w: stream ended before response.completed", memory.ErrInvalid, ErrNotDone)
 	}
 	if s.final == nil && s.failed == "" {
 		return memory.Message{}, nil, fmt.Errorf("%w: stream ended before response.completed", memory.ErrInvalid)

@@ -1,0 +1,66 @@
+package proxy
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// heldCapture is a capture holding one message of size bytes.
+func heldCapture(size int) *exchangeCapture {
+	return &exchangeCapture{msgs: []memory.Message{{Role: "user", Content: strings.Repeat("x", size)}}}
+}
+
+// TestPendingResponsesBounded: the held captures are bounded in count
+// and bytes, the oldest given up first, expire after pendingTTL, are
+// claimed once, and forgotten with their user.
+func TestPendingResponsesBounded(t *testing.T) {
+	now := time.Unix(1764770000, 0)
+	var lost int
+	p := newPendingResponses(func() time.Time { return now }, func(*exchangeCapture) { lost++ })
+	key := func(i int) pendingKey { return pendingKey{"t", "u", "resp_" + strconv.Itoa(i)} }
+
+	for i := range pendingMax + 1 {
+		p.hold(key(i), heldCapture(10))
+	}
+	if lost != 1 || p.has(key(0)) || !p.has(key(1)) || !p.has(key(pendingMax)) {
+		t.Fatalf("over the count: lost %d, oldest held %v", lost, p.has(key(0)))
+	}
+
+	p.forget("", "", true)
+	lost = 0
+	big := pendingMaxBytes / 3
+	for i := range 3 {
+		p.hold(key(i), heldCapture(big))
+	}
+	if lost != 1 || p.has(key(0)) || !p.has(key(2)) {
+		t.Fatalf("over the bytes: lost %d", lost)
+	}
+	p.hold(key(9), heldCapture(pendingMaxBytes+1))
+	if lost != 2 || p.has(key(9)) {
+		t.Fatalf("a capture over the bytes held: lost %d", lost)
+	}
+
+	if c := p.claim(key(1)); c == nil {
+		t.Fatal("not claimed")
+	}
+	if c := p.claim(key(1)); c != nil {
+		t.Fatal("claimed twice")
+	}
+
+	now = now.Add(pendingTTL)
+	if p.has(key(2)) || p.claim(key(2)) != nil || lost != 3 {
+		t.Fatalf("an expired capture was claimed: lost %d", lost)
+	}
+
+	p.hold(pendingKey{"t", "ana", "a"}, heldCapture(1))
+	p.hold(pendingKey{"t", "bob", "b"}, heldCapture(1))
+	p.hold(pendingKey{"u", "ana", "c"}, heldCapture(1))
+	p.forget("t", "ana", false)
+	if p.has(pendingKey{"t", "ana", "a"}) || !p.has(pendingKey{"t", "bob", "b"}) || !p.has(pendingKey{"u", "ana", "c"}) {
+		t.Error("forget dropped the wrong captures")
+	}
+}
