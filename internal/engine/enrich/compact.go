@@ -69,6 +69,7 @@ func (c *Compactor) compact(ctx context.Context, id memory.Identity, model strin
 	if len(leaving) == 0 {
 		return nil
 	}
+	leaving, covered = oldestWithin(counter, model, leaving, c.opts.MaxInputTokens)
 	in := Input{Previous: prev, Messages: leaving, MaxTokens: c.opts.MaxSummaryTokens}
 	out, by, err := c.summarise(ctx, key, counter, model, in)
 	if err != nil {
@@ -186,6 +187,29 @@ func (c *Compactor) cut(counter TokenCounter, model string, msgs []memory.Messag
 		keep = start
 	}
 	return conv[:keep], total - kept
+}
+
+// oldestWithin returns the oldest whole units of leaving (a message, or an
+// assistant tool call with its results) that cost at most limit together,
+// at least the first unit whatever it costs, and what they cost.
+func oldestWithin(counter TokenCounter, model string, leaving []memory.Message, limit int) ([]memory.Message, int) {
+	end, sum := 0, 0
+	for end < len(leaving) {
+		next := end + 1
+		for next < len(leaving) && memory.IsResult(leaving[next].Role) {
+			next++
+		}
+		cost := 0
+		for _, m := range leaving[end:next] {
+			cost += counter.Message(model, m)
+		}
+		if end > 0 && sum+cost > limit {
+			break
+		}
+		sum += cost
+		end = next
+	}
+	return leaving[:end], sum
 }
 
 // primaryName is what a summary the primary wrote is stored as:

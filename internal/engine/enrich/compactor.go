@@ -49,6 +49,11 @@ type TokenCounter interface {
 	Text(model, s string) int
 }
 
+// DefaultMaxInputTokens is Options.MaxInputTokens's default: what a side
+// model's context holds beside the instructions, and what one summary
+// call costs at most.
+const DefaultMaxInputTokens = 24000
+
 // Options tunes a Compactor.
 type Options struct {
 	// RecentTokens is the recent turns' share of the default budget; the
@@ -62,6 +67,11 @@ type Options struct {
 	MaxMessages, KeepMessages int
 	// MaxSummaryTokens bounds one summary.
 	MaxSummaryTokens int
+	// MaxInputTokens bounds the messages one compaction sends the
+	// summariser (0: DefaultMaxInputTokens): a history resent whole leaves
+	// the window in thousands of messages at once, and is summarised a
+	// bounded piece at a time, oldest first, by the compactions that follow.
+	MaxInputTokens int
 	// FallbackAfter consecutive failures of the summariser for a
 	// conversation make the fallback summariser write the summary.
 	FallbackAfter int
@@ -114,6 +124,9 @@ func New(store Store, facts FactWriter, primary, fallback Summarizer, counter To
 		opts.Now = time.Now
 	}
 	opts.FallbackAfter = max(opts.FallbackAfter, 1)
+	if opts.MaxInputTokens <= 0 {
+		opts.MaxInputTokens = DefaultMaxInputTokens
+	}
 	return &Compactor{
 		store: store, facts: facts, primary: primary, fallback: fallback, counter: counter, opts: opts, logger: logger,
 		pinned: seen.Set{Max: 4096},

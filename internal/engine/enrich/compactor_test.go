@@ -718,3 +718,56 @@ func TestPinsOfOneSaveAreBounded(t *testing.T) {
 		t.Fatalf("facts %q: want the newest statements pinned", values)
 	}
 }
+
+// TestCompactSendsABoundedInput: a history resent whole (thousands of
+// messages leaving the window at once) is summarised a bounded piece at a
+// time, oldest first, whole tool units kept together: one compaction
+// never sends the summariser more than MaxInputTokens of messages, and
+// the next compactions go on where it stopped, each folding the previous
+// summary, until what is left fits the window.
+func TestCompactSendsABoundedInput(t *testing.T) {
+	st := &memStore{}
+	for i := 1; i <= 60; i++ {
+		role := []string{"user", "assistant"}[(i-1)%2]
+		if i == 8 {
+			st.add("assistant", "call")
+			st.add("tool", "r1 r1 r1")
+			continue
+		}
+		st.add(role, fmt.Sprintf("m%d w w w w w", i))
+	}
+	sum := &fakeSummarizer{}
+	c := New(st, st, sum, nil, wordCounter{}, Options{
+		RecentTokens: 100, HighWatermark: 0.9, LowWatermark: 0.4, MaxMessages: 6, KeepMessages: 3,
+		MaxSummaryTokens: 1000, FallbackAfter: 1, MaxInputTokens: 63,
+	}, nil)
+	for range 20 {
+		if err := c.Compact(context.Background(), testID, "m"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(sum.ins) < 2 {
+		t.Fatalf("%d summariser calls, want the history in several bounded pieces", len(sum.ins))
+	}
+	next := int64(1)
+	for i, in := range sum.ins {
+		n := 0
+		for _, m := range in.Messages {
+			n += wordCounter{}.Message("", m)
+		}
+		if n > 63 {
+			t.Errorf("call %d sent %d tokens of messages, want at most 63", i, n)
+		}
+		if in.Messages[0].Seq != next {
+			t.Errorf("call %d starts at seq %d, want %d", i, in.Messages[0].Seq, next)
+		}
+		if last := in.Messages[len(in.Messages)-1]; last.Role == "assistant" && last.Content == "call" {
+			t.Errorf("call %d ends on a tool call without its result", i)
+		}
+		next = in.Messages[len(in.Messages)-1].Seq + 1
+	}
+	last := st.summaries[len(st.summaries)-1]
+	if last.FromSeq != 1 || len(st.msgs)-int(last.ToSeq) > 6 {
+		t.Fatalf("last summary [%d,%d] of %d messages", last.FromSeq, last.ToSeq, len(st.msgs))
+	}
+}
