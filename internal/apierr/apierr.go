@@ -115,16 +115,7 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *Err
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
-	// The buffer grows as bytes arrive: a declared length sizes it up to
-	// preallocBytes only, so a client declaring the limit and sending
-	// little holds little of the gateway's memory.
-	buf := bytes.NewBuffer(make([]byte, 0, min(max(r.ContentLength, bytes.MinRead), preallocBytes)))
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
-	if err == nil && r.ContentLength > 0 && int64(buf.Len()) != r.ContentLength {
-		// The server's body reader enforces the declared length; a
-		// reader that does not (a test's) is held to it here.
-		err = io.ErrUnexpectedEOF
-	}
+	b, err := readGrowing(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
@@ -132,5 +123,55 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *Err
 		}
 		return nil, Invalid("", "The request body could not be read.")
 	}
-	return buf.Bytes(), nil
+	return b, nil
+}
+
+// readGrowing reads body to its end into a buffer that grows as bytes
+// arrive: a declared length (size > 0) sizes it up to preallocBytes only,
+// so a client declaring the limit and sending little holds little of the
+// gateway's memory, and the buffer doubles towards the declared length,
+// never past it, so a body of its declared length ends in a buffer of
+// exactly that length. A body that ends before its declared length, or
+// goes on past it, is io.ErrUnexpectedEOF (the server's body reader
+// enforces the declared length; a reader that does not, a test's, is held
+// to it here).
+func readGrowing(body io.Reader, size int64) ([]byte, error) {
+	buf := make([]byte, 0, min(max(size, bytes.MinRead), preallocBytes))
+	for {
+		if len(buf) == cap(buf) {
+			if size > 0 && int64(len(buf)) >= size {
+				// Every declared byte arrived: one byte more would be
+				// past the declared length, so only the end may come.
+				var one [1]byte
+				n, err := body.Read(one[:])
+				switch {
+				case n > 0:
+					return nil, io.ErrUnexpectedEOF
+				case err == io.EOF:
+					return buf, nil
+				case err != nil:
+					return nil, err
+				}
+				continue
+			}
+			next := 2 * cap(buf)
+			if size > 0 {
+				next = int(min(int64(next), size))
+			}
+			grown := make([]byte, len(buf), next)
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			if size > 0 && int64(len(buf)) != size {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }

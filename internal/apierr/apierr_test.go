@@ -60,3 +60,25 @@ func TestReadBody(t *testing.T) {
 		})
 	}
 }
+
+// TestReadBodyDeclaredFitsExactly: a body of its declared length is read
+// into one buffer of that length, grown as bytes arrive: no slack past the
+// body is kept, and little more than twice the body is allocated in all.
+func TestReadBodyDeclaredFitsExactly(t *testing.T) {
+	body := strings.Repeat("x", 1<<20)
+	req := httptest.NewRequest(http.MethodPost, "/", io.NopCloser(strings.NewReader(body)))
+	req.ContentLength = int64(len(body))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b, aerr := ReadBody(httptest.NewRecorder(), req, 8<<20)
+	runtime.ReadMemStats(&after)
+	if aerr != nil || string(b) != body {
+		t.Fatalf("read %d bytes, error %v", len(b), aerr)
+	}
+	if cap(b) != len(body) {
+		t.Errorf("buffer of %d bytes kept for a %d-byte body", cap(b), len(body))
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 5<<19 {
+		t.Errorf("reading %d declared bytes allocated %d bytes", len(body), got)
+	}
+}
