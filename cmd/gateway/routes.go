@@ -198,7 +198,7 @@ func (g *gatewayHTTP) Run(ctx context.Context, ln net.Listener) error {
 	go func() { defer close(done); g.savings.Run(rctx, savings.DefaultFlushEvery) }()
 	defer func() { cancel(); <-done }()
 	err := g.srv.Run(ctx, ln)
-	g.proxy.Wait()
+	g.proxy.Drain()
 	g.proxy.CloseIdleConnections()
 	return err
 }

@@ -28,6 +28,7 @@ const (
 	skipUnreadable = "unreadable"
 	skipTooLarge   = "too_large"
 	skipOverflow   = "overflow"
+	skipShutdown   = "shutdown"
 )
 
 var (
@@ -170,7 +171,10 @@ func (c *exchangeCapture) finish(ctx context.Context) {
 	// abandon, which runs next, must not close the stream the goroutine
 	// reads the result of.
 	c.done = true
-	c.p.captures.Go(func() { c.complete(ctx) })
+	if !c.p.captures.Go(func() { c.complete(ctx) }) {
+		c.stream.abandon()
+		c.skipped(errShutDown)
+	}
 }
 
 // undecodable gives up the capture of a compressed stream that stopped
@@ -199,13 +203,16 @@ func (c *exchangeCapture) abandon(ctx context.Context) {
 		return
 	}
 	c.done = true
-	c.p.captures.Go(func() {
+	if !c.p.captures.Go(func() {
 		if reply, usage, err := c.stream.result(); err == nil {
 			c.capture(ctx, reply, usage)
 		} else {
 			c.heldOn(err)
 		}
-	})
+	}) {
+		c.stream.abandon()
+		c.skipped(errShutDown)
+	}
 }
 
 func (c *exchangeCapture) skipped(err error) {
@@ -217,6 +224,8 @@ func (c *exchangeCapture) skipped(err error) {
 		reason = skipOverflow
 	case errors.Is(err, errBackgroundLost):
 		reason = skipBackgroundLost
+	case errors.Is(err, errShutDown):
+		reason = skipShutdown
 	}
 	c.p.m.captureDr.WithLabelValues(reason).Inc()
 	c.p.log.LogAttrs(context.Background(), slog.LevelWarn, "exchange not captured",

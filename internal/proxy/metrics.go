@@ -64,7 +64,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "memgate_upstream_retries_total", Help: "Upstream attempts retried (could not connect, or 502, 503, 504 before the body).",
 		}),
 		captureDr: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "memgate_capture_skipped_total", Help: "Completed exchanges not captured, by reason: unreadable reply, too_large (over the capture cap), overflow (the stream tee fell behind), background_lost (a background response's exchange, held by the process that forwarded it until a GET of the response returns it done, was evicted or expired before).",
+			Name: "memgate_capture_skipped_total", Help: "Completed exchanges not captured, by reason: unreadable reply, too_large (over the capture cap), overflow (the stream tee fell behind), background_lost (a background response's exchange, held by the process that forwarded it until a GET of the response returns it done, was evicted or expired before), shutdown (a stream a handler ended after the gateway stopped waiting for them at shutdown).",
 		}, []string{"reason"}),
 		tokensSent: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "memgate_memory_tokens_sent_total", Help: "Prompt tokens sent upstream in requests whose messages memory assembled.",

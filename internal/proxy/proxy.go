@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -98,8 +97,8 @@ type Proxy struct {
 	// allowed are the passthrough routes gateway keys may reach.
 	allowed []routeRule
 	// captures are the stream captures still being reassembled after
-	// their response ended; Wait waits for them.
-	captures sync.WaitGroup
+	// their response ended; Wait and Drain wait for them.
+	captures captureGroup
 	// prefix measures what each request's prompt repeats of the previous
 	// request's (the provider's prompt cache).
 	prefix *prefixes
@@ -218,6 +217,14 @@ func (p *Proxy) edge(route echo.MiddlewareFunc, a *api, jsonBody bool) []echo.Mi
 // the Capturer.
 func (p *Proxy) Wait() {
 	p.captures.Wait()
+	p.resenders.wait()
+}
+
+// Drain is Wait at shutdown, once the server stopped serving: a handler
+// the server gave up on (the shutdown grace ran out) and that ends its
+// stream later starts no capture (counted as not captured, shutdown).
+func (p *Proxy) Drain() {
+	p.captures.Drain()
 	p.resenders.wait()
 }
 

@@ -166,3 +166,29 @@ func TestClientHangUpAfterFinishStoresTurn(t *testing.T) {
 		})
 	}
 }
+
+// TestNoCaptureStartsAfterDrain: at shutdown the gateway drains the
+// proxy's captures once the server stopped; a handler the server gave up
+// on that ends its stream later starts no capture (the process's memory
+// is closing), and the turn is counted as not captured, shutdown.
+func TestNoCaptureStartsAfterDrain(t *testing.T) {
+	chunk := `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"role":"assistant","content":"You like tea."},"finish_reason":"stop"}]}`
+	feed := upstreamtest.NewFeed()
+	up := upstreamtest.New(t, feed)
+	captured := make(chanCapturer, 1)
+	g := mustGateway(t, up, nil, Deps{Resolver: identity.New(nil), Capturer: captured})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp := g.streamRequest(t, ctx, map[string]string{"X-Memory-User": "alice"})
+	br := bufio.NewReader(resp.Body)
+	feed.Send(t, chunk)
+	if got := readEvent(t, br); got != "data: "+chunk+"\n" {
+		t.Fatalf("event %q", got)
+	}
+	g.p.Drain()
+	cancel()
+	g.waitMetric(t, `memgate_capture_skipped_total{reason="shutdown"} 1`)
+	if len(captured) != 0 {
+		t.Fatalf("a capture ran after the drain: %+v", <-captured)
+	}
+}

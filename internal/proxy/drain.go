@@ -1,0 +1,43 @@
+package proxy
+
+import (
+	"errors"
+	"sync"
+)
+
+// errShutDown is why a stream's capture started after the proxy was
+// drained is not run: the process is stopping, its memory closing.
+var errShutDown = errors.New("the gateway was shutting down")
+
+// captureGroup runs the stream captures still being reassembled after
+// their response ended, and refuses new ones once drained: a handler
+// still unwinding after the server gave up on it (the shutdown grace
+// ran out) must not start one while Drain waits, nor after.
+type captureGroup struct {
+	mu      sync.Mutex
+	drained bool
+	wg      sync.WaitGroup
+}
+
+// Go runs f on a goroutine Wait and Drain wait for, and reports whether it
+// did: false once Drain was called.
+func (g *captureGroup) Go(f func()) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.drained {
+		return false
+	}
+	g.wg.Go(f)
+	return true
+}
+
+// Wait waits for the captures started so far.
+func (g *captureGroup) Wait() { g.wg.Wait() }
+
+// Drain refuses every later capture and waits for those started.
+func (g *captureGroup) Drain() {
+	g.mu.Lock()
+	g.drained = true
+	g.mu.Unlock()
+	g.wg.Wait()
+}
