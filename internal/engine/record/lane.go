@@ -39,7 +39,8 @@ func (c *Capturer) runLane(ch chan *job) {
 // store stores a lane's batch, then queues the stored exchanges for
 // enrichment. The batch goes in one transaction when the saver can, its
 // chats' locks are held and no conversation of it has turns waiting in
-// the capture queue — even a batch of one: the group commit is the
+// the capture queue, and none of it is late (it goes to the capture
+// queue, see late) — even a batch of one: the group commit is the
 // saver's cheapest path (two round trips on PostgreSQL, where one by one
 // takes several per exchange). Otherwise, or when that transaction fails,
 // the exchanges are stored one by one, so one bad exchange never holds up
@@ -81,7 +82,7 @@ func (c *Capturer) store(batch []*job) {
 	for id := range c.queuedConvs(unqueued(batch, queued)) {
 		queued = with(queued, id)
 	}
-	if c.batch != nil && ready && len(queued) == 0 {
+	if c.batch != nil && ready && len(queued) == 0 && !slices.ContainsFunc(batch, c.late) {
 		exs := make([]memory.Exchange, len(batch))
 		for i, j := range batch {
 			exs[i] = hold.fenced(j.ex)
@@ -89,6 +90,7 @@ func (c *Capturer) store(batch []*job) {
 		ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
 		results, err := c.batch.SaveExchanges(ctx, exs)
 		cancel()
+		c.noteHung(err)
 		if err == nil {
 			c.metrics.groupSize.Observe(float64(len(batch)))
 			var (
@@ -169,13 +171,14 @@ func (c *Capturer) narrowed(hold *chatHold, j *job) *chatHold {
 // failed save.
 func (c *Capturer) storeOne(j *job, queued bool, hold *chatHold) (memory.SaveResult, bool) {
 	delay := c.opts.RetryBase
-	var last error // the last save's failure
+	var last error       // the last save's failure
+	queueFailed := false // the capture queue did not take j
 	for retake := false; ; retake = true {
 		if c.ctx.Err() != nil {
 			c.giveUp(j)
 			return memory.SaveResult{}, false
 		}
-		if !queued && !c.isQueued(j.ex.Identity) {
+		if !queued && !c.isQueued(j.ex.Identity) && (queueFailed || !c.late(j)) {
 			ahead, err := c.ready(j, hold, retake)
 			if err == nil && ahead {
 				c.saved(j, memory.SaveResult{Duplicate: true})
@@ -186,6 +189,7 @@ func (c *Capturer) storeOne(j *job, queued bool, hold *chatHold) (memory.SaveRes
 				ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
 				res, err = c.saver.SaveExchange(ctx, hold.fenced(j.ex))
 				cancel()
+				c.noteHung(err)
 				if err == nil && res.Parted {
 					if err = c.reroute(j); err == nil {
 						queued = c.queuedConvs([]*job{j})[j.ex.Identity]
@@ -223,8 +227,11 @@ func (c *Capturer) storeOne(j *job, queued bool, hold *chatHold) (memory.SaveRes
 				}
 			}
 		}
-		if c.queue != nil && c.toQueue(j) {
-			return memory.SaveResult{}, false
+		if c.queue != nil {
+			if c.toQueue(j) {
+				return memory.SaveResult{}, false
+			}
+			queueFailed = true
 		}
 		if c.expired(j, last) {
 			return memory.SaveResult{}, false
@@ -233,6 +240,33 @@ func (c *Capturer) storeOne(j *job, queued bool, hold *chatHold) (memory.SaveRes
 			c.giveUp(j)
 			return memory.SaveResult{}, false
 		}
+	}
+}
+
+// late reports whether j goes to the capture queue without a save (again)
+// in the store: a save may take OpTimeout, and Capture waits SaveWait
+// before the reply goes to the client, so a turn the store would hold past
+// that is neither stored nor queued when the client has its answer, and a
+// crash then loses it. That is when the store hangs (a save ran out of
+// OpTimeout less than OpTimeout ago: the retry, or the next turns of any
+// lane, would hang too), or when j waited long enough (in its lane, behind
+// a slow save, or in a failed save) that one more save could end after
+// SaveWait. Only with a capture queue, and when Capture waits longer than
+// a save may take (SaveWait > OpTimeout): otherwise it never waited for
+// the store.
+func (c *Capturer) late(j *job) bool {
+	if c.queue == nil || c.opts.SaveWait <= c.opts.OpTimeout {
+		return false
+	}
+	now := time.Now()
+	hung := c.hungAt.Load()
+	return hung != 0 && now.Sub(time.Unix(0, hung)) < c.opts.OpTimeout || now.Sub(j.start)+c.opts.OpTimeout > c.opts.SaveWait
+}
+
+// noteHung records a save that ran out of OpTimeout (see late).
+func (c *Capturer) noteHung(err error) {
+	if errors.Is(err, context.DeadlineExceeded) {
+		c.hungAt.Store(time.Now().UnixNano())
 	}
 }
 
