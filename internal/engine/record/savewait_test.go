@@ -74,3 +74,23 @@ func TestTurnBehindAHungSaveIsQueuedBeforeItIsAnswered(t *testing.T) {
 		t.Fatalf("when both Captures returned, the capture queue held %d exchanges, want 2", n)
 	}
 }
+
+// TestCaptureReportsWhetherTheTurnIsDurable: Capture reports true for a
+// turn stored, or queued, before it returned, and false for one the store
+// still holds when SaveWait ran out (its reply is marked, see
+// memory.DegradedCapture).
+func TestCaptureReportsWhetherTheTurnIsDurable(t *testing.T) {
+	stored := mustCapturer(t, nil, newFakeSaver(), nil, Options{})
+	if !stored.Capture(context.Background(), exchange(t, "r1", "hi", "hello")) {
+		t.Error("Capture of a turn stored = false, want true")
+	}
+	hung := newGateSaver()
+	queued := mustCapturer(t, newFakeQueue(), hung, nil, Options{OpTimeout: 100 * time.Millisecond, SaveWait: time.Minute, Batches: hung, DeadLetters: hung})
+	if !queued.Capture(context.Background(), exchange(t, "r2", "hi", "hello")) {
+		t.Error("Capture of a turn queued = false, want true")
+	}
+	held := mustCapturer(t, nil, newGateSaver(), nil, Options{SaveWait: 50 * time.Millisecond})
+	if held.Capture(context.Background(), exchange(t, "r3", "hi", "hello")) {
+		t.Error("Capture of a turn the store still holds = true, want false")
+	}
+}
