@@ -305,6 +305,9 @@ type Capturer struct {
 	// hungAt is when a save last ran out of OpTimeout (unix nanoseconds;
 	// zero: never): see late.
 	hungAt atomic.Int64
+	// enrichHungAt is when an enrichment enqueue last ran out of OpTimeout
+	// (unix nanoseconds; zero: never): see enqueueEnrichment.
+	enrichHungAt atomic.Int64
 	// ledger lists the erasures' and deletions' purges of the queues not
 	// done (Options.Ledger, else mem), retried by retryPurges under
 	// watcher; purges is what the Capturer knows of them beside it.

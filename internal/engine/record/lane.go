@@ -244,23 +244,20 @@ func (c *Capturer) storeOne(j *job, queued bool, hold *chatHold) (memory.SaveRes
 }
 
 // late reports whether j goes to the capture queue without a save (again)
-// in the store: a save may take OpTimeout, and Capture waits SaveWait
-// before the reply goes to the client, so a turn the store would hold past
-// that is neither stored nor queued when the client has its answer, and a
-// crash then loses it. That is when the store hangs (a save ran out of
-// OpTimeout less than OpTimeout ago: the retry, or the next turns of any
-// lane, would hang too), or when j waited long enough (in its lane, behind
-// a slow save, or in a failed save) that one more save could end after
-// SaveWait. Only with a capture queue, and when Capture waits longer than
-// a save may take (SaveWait > OpTimeout): otherwise it never waited for
-// the store.
-func (c *Capturer) late(j *job) bool {
+// in the store: the store hangs (a save ran out of OpTimeout less than
+// OpTimeout ago), so the retry, or a lane's next turns, would hang too,
+// and Capture, which waits SaveWait before the reply goes to the client,
+// would give up on a turn neither stored nor queued, which a crash then
+// loses. Only with a capture queue, and when Capture waits longer than a
+// save may take (SaveWait > OpTimeout): otherwise it never waited for the
+// store. A turn that waited in its lane for something else (a hung
+// enrichment queue: Redis, the capture queue's home too) is saved as usual.
+func (c *Capturer) late(*job) bool {
 	if c.queue == nil || c.opts.SaveWait <= c.opts.OpTimeout {
 		return false
 	}
-	now := time.Now()
 	hung := c.hungAt.Load()
-	return hung != 0 && now.Sub(time.Unix(0, hung)) < c.opts.OpTimeout || now.Sub(j.start)+c.opts.OpTimeout > c.opts.SaveWait
+	return hung != 0 && time.Since(time.Unix(0, hung)) < c.opts.OpTimeout
 }
 
 // noteHung records a save that ran out of OpTimeout (see late).
@@ -645,6 +642,11 @@ func deadReason(err error) string {
 // enqueueEnrichment hands stored exchanges to the enrichment queue, in one
 // call when the queue takes batches. A failure is retried once at once;
 // then the exchanges are stored without enrichment, counted and logged.
+// A queue that hangs is neither retried nor tried again for OpTimeout
+// after its enqueue ran out of it (the exchanges meanwhile go without
+// enrichment, counted): the lane's next turns wait behind this call, and
+// one hung enqueue after each save would hold them past SaveWait, answered
+// before they are stored.
 func (c *Capturer) enqueueEnrichment(jobs []*job, results []memory.SaveResult) {
 	if c.enrich == nil || len(jobs) == 0 {
 		return
@@ -661,10 +663,19 @@ func (c *Capturer) enqueueEnrichment(jobs []*job, results []memory.SaveResult) {
 		}
 		payloads = append(payloads, p)
 	}
+	if hung := c.enrichHungAt.Load(); hung != 0 && time.Since(time.Unix(0, hung)) < c.opts.OpTimeout {
+		c.metrics.failures.WithLabelValues("enrich_enqueue").Inc()
+		c.metrics.enrichLost.Add(float64(len(payloads)))
+		return
+	}
 	var err error
 	for range 2 {
 		if err = enqueueAll(c.ctx, c.enrich, payloads, c.opts.OpTimeout); err == nil {
 			return
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			c.enrichHungAt.Store(time.Now().UnixNano())
+			break
 		}
 	}
 	c.metrics.failures.WithLabelValues("enrich_enqueue").Inc()
@@ -672,14 +683,31 @@ func (c *Capturer) enqueueEnrichment(jobs []*job, results []memory.SaveResult) {
 	c.logger.Warn("capture cannot queue stored exchanges for enrichment; they stay stored without it", "exchanges", len(payloads), "err", err)
 }
 
-// enqueueAll appends payloads to q in order, within timeout.
+// enqueueAll appends payloads to q in order, within timeout. It does not
+// wait past timeout for a call that outlasts its deadline (go-redis
+// dialing a Redis that accepts connections but answers nothing): that one
+// fails with context.DeadlineExceeded, though its payloads may still land.
 func enqueueAll(ctx context.Context, q Queue, payloads [][]byte, timeout time.Duration) error {
 	if len(payloads) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	return q.EnqueueBatch(ctx, payloads)
+	done := make(chan error, 1)
+	go func() {
+		defer cancel()
+		done <- q.EnqueueBatch(ctx, payloads)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		select {
+		case err := <-done:
+			return err
+		default:
+			return fmt.Errorf("enqueue not done within %s: %w", timeout, ctx.Err())
+		}
+	}
 }
 
 // lockChats takes the chat locks of batch's exchanges (see ChatLocks),

@@ -2,7 +2,9 @@ package record
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,5 +94,74 @@ func TestCaptureReportsWhetherTheTurnIsDurable(t *testing.T) {
 	held := mustCapturer(t, nil, newGateSaver(), nil, Options{SaveWait: 50 * time.Millisecond})
 	if held.Capture(context.Background(), exchange(t, "r3", "hi", "hello")) {
 		t.Error("Capture of a turn the store still holds = true, want false")
+	}
+}
+
+// hungQueue is a fakeQueue whose enqueues hang until their deadline (a
+// Redis that stopped answering).
+type hungQueue struct {
+	*fakeQueue
+	calls atomic.Int64
+	// deaf: until it is closed, an enqueue hangs past its deadline too
+	// (go-redis dialing a Redis that accepts connections but answers
+	// nothing).
+	deaf chan struct{}
+}
+
+func (q *hungQueue) Enqueue(ctx context.Context, payload []byte) error {
+	q.calls.Add(1)
+	if q.deaf != nil {
+		<-q.deaf
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (q *hungQueue) EnqueueBatch(ctx context.Context, payloads [][]byte) error {
+	return q.Enqueue(ctx, nil)
+}
+
+// TestHungEnrichmentQueueHoldsNoTurnPastSaveWait: the enrichment queue
+// hanging (Redis stopped answering, PostgreSQL fine) costs a lane one
+// OpTimeout, not one per stored batch: once an enqueue ran out of it, the
+// next batches' exchanges are stored without enrichment, counted, until
+// OpTimeout has passed. Before, each batch waited out two enqueues (a
+// failure was retried), so the turns behind it in its lane were still not
+// stored when Capture stopped waiting (live: 3 of 5 answered turns lost to
+// a kill -9 while Redis hung). An enqueue that outlasts its deadline (the
+// client's dial ignores it) is not waited for past it either.
+func TestHungEnrichmentQueueHoldsNoTurnPastSaveWait(t *testing.T) {
+	for _, deaf := range []bool{false, true} {
+		t.Run(map[bool]string{false: "deadline kept", true: "deadline ignored"}[deaf], func(t *testing.T) {
+			testHungEnrichment(t, deaf)
+		})
+	}
+}
+
+func testHungEnrichment(t *testing.T, deaf bool) {
+	s := newFakeSaver()
+	eq := &hungQueue{fakeQueue: newFakeQueue()}
+	if deaf {
+		eq.deaf = make(chan struct{})
+		defer close(eq.deaf)
+	}
+	c := mustCapturer(t, nil, s, nil, Options{Lanes: 1, Batch: 1, Enrich: eq, OpTimeout: 400 * time.Millisecond, SaveWait: time.Second})
+	const turns = 4
+	durable := make(chan bool, turns)
+	for i := range turns {
+		ex := exchange(t, fmt.Sprint("r", i), "hi", "hello")
+		ex.Conversation = fmt.Sprint("c", i)
+		go func() { durable <- c.Capture(context.Background(), ex) }()
+	}
+	for range turns {
+		if !<-durable {
+			t.Fatal("a turn was not stored when Capture stopped waiting")
+		}
+	}
+	if n := eq.calls.Load(); n != 1 {
+		t.Errorf("enrichment enqueues tried %d times, want 1 (the queue hung)", n)
+	}
+	if got := value(t, c.metrics.enrichLost); got != turns {
+		t.Errorf("exchanges left unenriched = %v, want %d", got, turns)
 	}
 }
