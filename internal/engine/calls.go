@@ -127,14 +127,15 @@ func (e *Engine) continued(ctx context.Context, c *Core, id memory.Identity, cut
 }
 
 // Capture records a finished exchange, or drops and counts it while no
-// core is connected.
-func (e *Engine) Capture(ctx context.Context, ex memory.Exchange) {
+// core is connected. It reports whether the exchange was settled (see
+// record.Capturer.Capture).
+func (e *Engine) Capture(ctx context.Context, ex memory.Exchange) bool {
 	c := e.cur.Load()
 	if c == nil {
 		e.dropped.Inc()
-		return
+		return false
 	}
-	c.Capturer.Capture(ctx, ex)
+	return c.Capturer.Capture(ctx, ex)
 }
 
 // Import records a batch of past exchanges (see record.Capturer.Import).

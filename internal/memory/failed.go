@@ -76,7 +76,9 @@ const (
 	DegradedStore = "store"
 	// DegradedCapture: the request resent more history than one request
 	// stores (capture.max_history_messages): its older messages, past the
-	// first ones, are not stored.
+	// first ones, are not stored; or a whole reply went to the client
+	// before its turn was durable (neither stored nor queued within
+	// record.Options.SaveWait, or dropped).
 	DegradedCapture = "capture"
 	// DegradedTranscripts: the prints of the user's newest exchanges that
 	// the gateway processes share (Redis) did not load: the request was

@@ -125,7 +125,10 @@ func (c *exchangeCapture) attach(ctx context.Context, resp *http.Response, undec
 		c.skipped(err)
 		return nil
 	}
-	c.capture(ctx, reply, usage)
+	if !c.capture(ctx, reply, usage) {
+		// Written before its turn is durable: a crash loses the turn.
+		c.p.addDegraded(resp.Header, c.x, memory.DegradedCapture)
+	}
 	return nil
 }
 
@@ -158,7 +161,7 @@ func (c *exchangeCapture) complete(ctx context.Context) {
 		c.skipped(err)
 		return
 	}
-	c.capture(ctx, reply, usage)
+	_ = c.capture(ctx, reply, usage) // the stream's head is gone: nothing to mark
 }
 
 // finish captures a stream whose body did not end it (on a goroutine that
@@ -233,8 +236,9 @@ func (c *exchangeCapture) skipped(err error) {
 }
 
 // capture hands a completed exchange to the Capturer, detached from the
-// client's context so a hang-up never loses the turn.
-func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usage *memory.Usage) {
+// client's context so a hang-up never loses the turn, and reports whether
+// it was settled (Capturer.Capture).
+func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usage *memory.Usage) bool {
 	if usage != nil && usage.CachedTokens > 0 {
 		c.p.m.providerCached.Add(float64(usage.CachedTokens))
 		if c.p.deps.Cache != nil {
@@ -271,7 +275,7 @@ func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usa
 		last := c.cut.Prior[len(c.cut.Prior)-1]
 		partial, reply = &last, joined
 	}
-	c.p.deps.Capturer.Capture(context.WithoutCancel(ctx), memory.Exchange{
+	return c.p.deps.Capturer.Capture(context.WithoutCancel(ctx), memory.Exchange{
 		ID:       c.x.ID(),
 		Identity: c.id,
 		Model:    c.model,

@@ -184,11 +184,11 @@ type heldCapturer struct {
 	capture chanCapturer
 }
 
-func (h *heldCapturer) Capture(ctx context.Context, ex memory.Exchange) {
+func (h *heldCapturer) Capture(ctx context.Context, ex memory.Exchange) bool {
 	h.mu.Lock()
 	h.seen <- h.read.String()
 	h.mu.Unlock()
-	h.capture.Capture(ctx, ex)
+	return h.capture.Capture(ctx, ex)
 }
 
 // TestEncodedStreamCaptured: an event stream an upstream compressed

@@ -27,9 +27,10 @@ type Preparer interface {
 }
 
 // Capturer takes a finished exchange; it must not block (implemented by
-// internal/engine/record).
+// internal/engine/record). It reports whether the exchange was settled
+// (durable, or discarded for its user's erasure) when it returned.
 type Capturer interface {
-	Capture(ctx context.Context, ex memory.Exchange)
+	Capture(ctx context.Context, ex memory.Exchange) bool
 }
 
 // Router places a request that names no conversation and resends its

@@ -26,7 +26,7 @@ func (f preparerFunc) Prepare(ctx context.Context, req memory.Request) (memory.P
 // chanCapturer hands every captured exchange to a channel.
 type chanCapturer chan memory.Exchange
 
-func (c chanCapturer) Capture(_ context.Context, ex memory.Exchange) { c <- ex }
+func (c chanCapturer) Capture(_ context.Context, ex memory.Exchange) bool { c <- ex; return true }
 
 var memoryNote = json.RawMessage(`{"role":"system","content":"Memory: the user likes tea."}`)
 

@@ -19,7 +19,7 @@ type Preparer interface {
 
 // Capturer is the memory core's capture side (the proxy's Capturer).
 type Capturer interface {
-	Capture(ctx context.Context, ex memory.Exchange)
+	Capture(ctx context.Context, ex memory.Exchange) bool
 }
 
 // Preparer wraps p so each preparation is a "memory.prepare" span (the
@@ -93,11 +93,11 @@ func outcome(prep memory.Prepared, err error) []attribute.KeyValue {
 
 type tracedCapturer struct{ inner Capturer }
 
-func (c tracedCapturer) Capture(ctx context.Context, ex memory.Exchange) {
+func (c tracedCapturer) Capture(ctx context.Context, ex memory.Exchange) bool {
 	if ex.TraceParent == "" {
 		ex.TraceParent = telemetry.TraceParent(ctx)
 	}
 	ctx, span := telemetry.Start(ctx, "memory.capture", attribute.String("memgate.tenant", ex.Tenant))
 	defer span.End()
-	c.inner.Capture(ctx, ex)
+	return c.inner.Capture(ctx, ex)
 }

@@ -302,6 +302,12 @@ type Capturer struct {
 	askAfter atomic.Int64
 
 	retrying atomic.Int64
+	// hungAt is when a save last ran out of OpTimeout (unix nanoseconds;
+	// zero: never): see late.
+	hungAt atomic.Int64
+	// enrichHungAt is when an enrichment enqueue last ran out of OpTimeout
+	// (unix nanoseconds; zero: never): see enqueueEnrichment.
+	enrichHungAt atomic.Int64
 	// ledger lists the erasures' and deletions' purges of the queues not
 	// done (Options.Ledger, else mem), retried by retryPurges under
 	// watcher; purges is what the Capturer knows of them beside it.
@@ -423,7 +429,10 @@ func (c *Capturer) queueHolds() bool {
 // Capture stores an exchange and returns once it is durable: saved in its
 // conversation, or, when the store fails, in the capture queue. It waits at
 // most Options.SaveWait (and not past ctx) for that; the exchange is stored
-// anyway. Capture mints the exchange's ID (a client's request id, if the
+// anyway. It reports whether the exchange was settled when it returned:
+// durable (stored, found stored or queued) or discarded for its user's
+// erasure; false when it was not yet (a crash then loses it), or was
+// dropped or set aside as a dead letter. Capture mints the exchange's ID (a client's request id, if the
 // caller put it in ID, moves to RequestID: it never decides what is stored),
 // stamps At when zero, sanitizes and redacts the text. It stores ex's
 // history as its caller cut it (memory.CutRequest: ex.Prior and Skipped),
@@ -431,7 +440,7 @@ func (c *Capturer) queueHolds() bool {
 // out against the conversation (ex.Resent, checkResent). It never fails the
 // caller: an exchange that cannot be stored is dropped or set aside, counted
 // and logged.
-func (c *Capturer) Capture(ctx context.Context, ex memory.Exchange) {
+func (c *Capturer) Capture(ctx context.Context, ex memory.Exchange) bool {
 	start := time.Now()
 	if ex.RequestID == "" {
 		ex.RequestID = ex.ID
@@ -447,21 +456,23 @@ func (c *Capturer) Capture(ctx context.Context, ex memory.Exchange) {
 	if err != nil {
 		c.metrics.failures.WithLabelValues("encode").Inc()
 		c.drop(ctx, ex, "cannot encode: "+err.Error())
-		return
+		return false
 	}
 	j := newJob(ex, start)
 	if !c.submit(ctx, j) {
-		return
+		return false
 	}
 	t := time.NewTimer(c.opts.SaveWait)
 	defer t.Stop()
 	select {
 	case <-j.done:
+		return j.outcome != Failed
 	case <-t.C:
 		c.metrics.failures.WithLabelValues("save_wait").Inc()
 		c.logger.WarnContext(ctx, "capture still storing an exchange; not waiting longer", "exchange", ex.ID, "request_id", ex.RequestID)
 	case <-ctx.Done():
 	}
+	return false
 }
 
 // submit hands j to its conversation's lane, waiting up to FullWait for

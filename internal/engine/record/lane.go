@@ -39,7 +39,8 @@ func (c *Capturer) runLane(ch chan *job) {
 // store stores a lane's batch, then queues the stored exchanges for
 // enrichment. The batch goes in one transaction when the saver can, its
 // chats' locks are held and no conversation of it has turns waiting in
-// the capture queue — even a batch of one: the group commit is the
+// the capture queue, and none of it is late (it goes to the capture
+// queue, see late) — even a batch of one: the group commit is the
 // saver's cheapest path (two round trips on PostgreSQL, where one by one
 // takes several per exchange). Otherwise, or when that transaction fails,
 // the exchanges are stored one by one, so one bad exchange never holds up
@@ -81,7 +82,7 @@ func (c *Capturer) store(batch []*job) {
 	for id := range c.queuedConvs(unqueued(batch, queued)) {
 		queued = with(queued, id)
 	}
-	if c.batch != nil && ready && len(queued) == 0 {
+	if c.batch != nil && ready && len(queued) == 0 && !slices.ContainsFunc(batch, c.late) {
 		exs := make([]memory.Exchange, len(batch))
 		for i, j := range batch {
 			exs[i] = hold.fenced(j.ex)
@@ -89,6 +90,7 @@ func (c *Capturer) store(batch []*job) {
 		ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
 		results, err := c.batch.SaveExchanges(ctx, exs)
 		cancel()
+		c.noteHung(err)
 		if err == nil {
 			c.metrics.groupSize.Observe(float64(len(batch)))
 			var (
@@ -169,13 +171,14 @@ func (c *Capturer) narrowed(hold *chatHold, j *job) *chatHold {
 // failed save.
 func (c *Capturer) storeOne(j *job, queued bool, hold *chatHold) (memory.SaveResult, bool) {
 	delay := c.opts.RetryBase
-	var last error // the last save's failure
+	var last error       // the last save's failure
+	queueFailed := false // the capture queue did not take j
 	for retake := false; ; retake = true {
 		if c.ctx.Err() != nil {
 			c.giveUp(j)
 			return memory.SaveResult{}, false
 		}
-		if !queued && !c.isQueued(j.ex.Identity) {
+		if !queued && !c.isQueued(j.ex.Identity) && (queueFailed || !c.late(j)) {
 			ahead, err := c.ready(j, hold, retake)
 			if err == nil && ahead {
 				c.saved(j, memory.SaveResult{Duplicate: true})
@@ -186,6 +189,7 @@ func (c *Capturer) storeOne(j *job, queued bool, hold *chatHold) (memory.SaveRes
 				ctx, cancel := context.WithTimeout(c.ctx, c.opts.OpTimeout)
 				res, err = c.saver.SaveExchange(ctx, hold.fenced(j.ex))
 				cancel()
+				c.noteHung(err)
 				if err == nil && res.Parted {
 					if err = c.reroute(j); err == nil {
 						queued = c.queuedConvs([]*job{j})[j.ex.Identity]
@@ -223,8 +227,11 @@ func (c *Capturer) storeOne(j *job, queued bool, hold *chatHold) (memory.SaveRes
 				}
 			}
 		}
-		if c.queue != nil && c.toQueue(j) {
-			return memory.SaveResult{}, false
+		if c.queue != nil {
+			if c.toQueue(j) {
+				return memory.SaveResult{}, false
+			}
+			queueFailed = true
 		}
 		if c.expired(j, last) {
 			return memory.SaveResult{}, false
@@ -233,6 +240,30 @@ func (c *Capturer) storeOne(j *job, queued bool, hold *chatHold) (memory.SaveRes
 			c.giveUp(j)
 			return memory.SaveResult{}, false
 		}
+	}
+}
+
+// late reports whether j goes to the capture queue without a save (again)
+// in the store: the store hangs (a save ran out of OpTimeout less than
+// OpTimeout ago), so the retry, or a lane's next turns, would hang too,
+// and Capture, which waits SaveWait before the reply goes to the client,
+// would give up on a turn neither stored nor queued, which a crash then
+// loses. Only with a capture queue, and when Capture waits longer than a
+// save may take (SaveWait > OpTimeout): otherwise it never waited for the
+// store. A turn that waited in its lane for something else (a hung
+// enrichment queue: Redis, the capture queue's home too) is saved as usual.
+func (c *Capturer) late(*job) bool {
+	if c.queue == nil || c.opts.SaveWait <= c.opts.OpTimeout {
+		return false
+	}
+	hung := c.hungAt.Load()
+	return hung != 0 && time.Since(time.Unix(0, hung)) < c.opts.OpTimeout
+}
+
+// noteHung records a save that ran out of OpTimeout (see late).
+func (c *Capturer) noteHung(err error) {
+	if errors.Is(err, context.DeadlineExceeded) {
+		c.hungAt.Store(time.Now().UnixNano())
 	}
 }
 
@@ -611,6 +642,11 @@ func deadReason(err error) string {
 // enqueueEnrichment hands stored exchanges to the enrichment queue, in one
 // call when the queue takes batches. A failure is retried once at once;
 // then the exchanges are stored without enrichment, counted and logged.
+// A queue that hangs is neither retried nor tried again for OpTimeout
+// after its enqueue ran out of it (the exchanges meanwhile go without
+// enrichment, counted): the lane's next turns wait behind this call, and
+// one hung enqueue after each save would hold them past SaveWait, answered
+// before they are stored.
 func (c *Capturer) enqueueEnrichment(jobs []*job, results []memory.SaveResult) {
 	if c.enrich == nil || len(jobs) == 0 {
 		return
@@ -627,10 +663,19 @@ func (c *Capturer) enqueueEnrichment(jobs []*job, results []memory.SaveResult) {
 		}
 		payloads = append(payloads, p)
 	}
+	if hung := c.enrichHungAt.Load(); hung != 0 && time.Since(time.Unix(0, hung)) < c.opts.OpTimeout {
+		c.metrics.failures.WithLabelValues("enrich_enqueue").Inc()
+		c.metrics.enrichLost.Add(float64(len(payloads)))
+		return
+	}
 	var err error
 	for range 2 {
 		if err = enqueueAll(c.ctx, c.enrich, payloads, c.opts.OpTimeout); err == nil {
 			return
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			c.enrichHungAt.Store(time.Now().UnixNano())
+			break
 		}
 	}
 	c.metrics.failures.WithLabelValues("enrich_enqueue").Inc()
@@ -638,14 +683,31 @@ func (c *Capturer) enqueueEnrichment(jobs []*job, results []memory.SaveResult) {
 	c.logger.Warn("capture cannot queue stored exchanges for enrichment; they stay stored without it", "exchanges", len(payloads), "err", err)
 }
 
-// enqueueAll appends payloads to q in order, within timeout.
+// enqueueAll appends payloads to q in order, within timeout. It does not
+// wait past timeout for a call that outlasts its deadline (go-redis
+// dialing a Redis that accepts connections but answers nothing): that one
+// fails with context.DeadlineExceeded, though its payloads may still land.
 func enqueueAll(ctx context.Context, q Queue, payloads [][]byte, timeout time.Duration) error {
 	if len(payloads) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	return q.EnqueueBatch(ctx, payloads)
+	done := make(chan error, 1)
+	go func() {
+		defer cancel()
+		done <- q.EnqueueBatch(ctx, payloads)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		select {
+		case err := <-done:
+			return err
+		default:
+			return fmt.Errorf("enqueue not done within %s: %w", timeout, ctx.Err())
+		}
+	}
 }
 
 // lockChats takes the chat locks of batch's exchanges (see ChatLocks),
