@@ -172,8 +172,9 @@ func (c *Cache[K, V]) Put(key K, v V) {
 }
 
 // Epoch returns the count of the calls so far that dropped an owner's
-// entries (Forget) or every entry (Drop, Clear), for PutSince: take it
-// before reading what a value is computed from. It takes no lock.
+// entries (Forget) or every entry (Drop, Clear), this cache's and every
+// other's (the package's Epoch), for PutSince: take it before reading
+// what a value is computed from. It takes no lock.
 func (c *Cache[K, V]) Epoch() uint64 { return c.erased.Epoch() }
 
 // PutSince is Put of a value computed from what was read after Epoch

@@ -168,7 +168,9 @@ func (p IndexPart) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 // index indexes parts of a batch (see AfterSaveBatch).
 func (ix *Indexer) index(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult, parts indexParts) error {
 	messages, derived := parts&indexMessages != 0, parts&indexDerived != 0
-	deferEpoch := ix.deferred.epoch() // before anything is read (Deferred.push)
+	// Before anything is read (Deferred.push): the enricher's round
+	// carries the epoch it took before it read the batch (cache.WithEpoch).
+	deferEpoch := cache.EpochOf(ctx)
 	var (
 		items, textOnly []memory.Item
 		// later are the textOnly items only their user's budget left
