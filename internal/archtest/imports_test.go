@@ -69,9 +69,9 @@ var layers = map[string]layer{
 	// The memory core.
 	"internal/engine/cache":  {"one cache mechanism, revision in the key", domain},
 	"internal/engine/recall": {"search, indexing and fact extraction over stores it declares (vector norms from internal/ranking, as the stores compute them); keeps embeddings in the one cache mechanism", with(domain, []string{"internal/engine/cache", "internal/lexicon", "internal/ranking", "internal/seen", "internal/telemetry", "internal/vec"})},
-	"internal/engine/prompt": {"budgeted assembly; reads recall's passages", with(domain, []string{"internal/engine/recall", "internal/telemetry"})},
+	"internal/engine/prompt": {"budgeted assembly; reads recall's passages; records forgets as the one cache mechanism does", with(domain, []string{"internal/engine/cache", "internal/engine/recall", "internal/telemetry"})},
 	"internal/engine/record": {"the durable write path: replies reach it parsed, so no dialect", with(domain, []string{"internal/keylock", "internal/pace", "internal/telemetry"})},
-	"internal/engine/enrich": {"enrichment: drains the write path's enrichment queue, summaries and pins", with(domain, []string{"internal/engine/record", "internal/keylock", "internal/pace", "internal/seen", "internal/telemetry"})},
+	"internal/engine/enrich": {"enrichment: drains the write path's enrichment queue, summaries and pins; tells the hooks' caches when a batch was read", with(domain, []string{"internal/engine/cache", "internal/engine/record", "internal/keylock", "internal/pace", "internal/seen", "internal/telemetry"})},
 	"internal/engine": {"the facade: composes the core's parts over one store and reconnects when it returns (its store watch paced by internal/pace)",
 		with(domain, []string{"internal/encoder", "internal/engine/enrich", "internal/engine/prompt", "internal/engine/recall", "internal/engine/record", "internal/lexicon", "internal/pace"})},
 

@@ -56,8 +56,9 @@ func newSlots[T any, V loaded[T]](name string, max int) slots[T, V] {
 // slot's mutex; an extended value is a copy, which readers may use outside
 // the mutex (see vecSet). A value past a quarter of the cache's bound is
 // ErrTooBig, and so is the slot until it is evicted. A value read while
-// the user was erased (a Forget since with began) serves the searches
-// holding the slot, and the slot is not kept (PutSince).
+// the user was erased (a Forget of theirs since with began) serves the
+// searches holding the slot, and the slot is not kept (PutSince); another
+// user's Forget meanwhile leaves it kept.
 func (c slots[T, V]) with(ctx context.Context, src Source, key Key, rev memory.Revisions, fn func(V)) error {
 	epoch := c.Epoch()
 	sl, ok := c.Get(key)

@@ -6,7 +6,7 @@
 // the revision, and what was read before it ages out unread. Nothing is
 // invalidated entry by entry, but an erasure drops the user's entries
 // (Forget, which visits only theirs: the entries are linked by owner), and
-// a value read before it is not put after it (PutSince).
+// a value of theirs read before it is not put after it (PutSince).
 // (Embeddings and token counts, fixed by text and model, have no revision.)
 // A cache whose keys name an owner but no revision (embeddings, the fact
 // extraction model's answers) is bounded in age too (ExpireAfter): an
@@ -61,10 +61,10 @@ type Cache[K Owned, V any] struct {
 	owners map[Owner]*owned[K, V]
 	lru    entry[K, V] // the ring's root: lru.next is the most recently used
 	bytes  int
-	// forgets counts the calls that dropped entries of an owner or of
-	// every owner (Forget, Drop, Clear): a value computed from what was
-	// read before one of them is not put (PutSince).
-	forgets uint64
+	// erased records the calls that dropped entries of an owner or of
+	// every owner (Forget, Drop, Clear): an owner's value computed from
+	// what was read before one of theirs is not put (PutSince).
+	erased Erasures
 
 	hits, misses, evictions prometheus.Counter
 	held                    prometheus.GaugeFunc
@@ -172,26 +172,24 @@ func (c *Cache[K, V]) Put(key K, v V) {
 }
 
 // Epoch returns the count of the calls so far that dropped an owner's
-// entries (Forget) or every entry (Drop, Clear), for PutSince: take it
-// before reading what a value is computed from.
-func (c *Cache[K, V]) Epoch() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.forgets
-}
+// entries (Forget) or every entry (Drop, Clear), this cache's and every
+// other's (the package's Epoch), for PutSince: take it before reading
+// what a value is computed from. It takes no lock.
+func (c *Cache[K, V]) Epoch() uint64 { return c.erased.Epoch() }
 
 // PutSince is Put of a value computed from what was read after Epoch
-// returned epoch, and reports whether v was kept. When an erasure's Forget
-// (or a Drop, a Clear) came since, v may hold what it erased, read before
-// it and put after it, where no later Forget looks: it is not kept, and
-// what key held is dropped (as Put drops it for a value past the bound).
-// The count is shared by all owners, so another owner's erasure meanwhile
-// refuses it too; the value is read again when next needed.
+// returned epoch, and reports whether v was kept. When a Forget of key's
+// owner (or a Drop, a Clear) came since, v may hold what it erased, read
+// before it and put after it, where no later Forget looks: it is not kept,
+// and what key held is dropped (as Put drops it for a value past the
+// bound); the value is read again when next needed. Other owners' forgets
+// meanwhile do not refuse it, unless so many came that the owner's is no
+// longer told apart (see Erasures).
 func (c *Cache[K, V]) PutSince(epoch uint64, key K, v V) bool {
 	size := entryOverhead + c.sizeOf(key, v)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.forgets != epoch {
+	if c.erased.Since(key.Owner(), epoch) {
 		if e, ok := c.elems[key]; ok {
 			c.remove(e)
 		}
@@ -232,7 +230,7 @@ func (c *Cache[K, V]) put(key K, v V, size int) {
 func (c *Cache[K, V]) Forget(tenant, user string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.forgets++
+	c.erased.Forget(Owner{tenant, user})
 	if o := c.owners[Owner{tenant, user}]; o != nil {
 		for e := o.first; e != nil; e = o.first {
 			c.remove(e)
@@ -240,11 +238,12 @@ func (c *Cache[K, V]) Forget(tenant, user string) {
 	}
 }
 
-// Drop removes every entry whose key match reports, visiting them all.
+// Drop removes every entry whose key match reports, visiting them all;
+// PutSince counts it as a Clear.
 func (c *Cache[K, V]) Drop(match func(K) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.forgets++
+	c.erased.Clear()
 	for k, e := range c.elems {
 		if match(k) {
 			c.remove(e)
@@ -266,7 +265,7 @@ func (c *Cache[K, V]) sweep(now time.Time) {
 func (c *Cache[K, V]) Clear() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.forgets++
+	c.erased.Clear()
 	c.reset()
 }
 

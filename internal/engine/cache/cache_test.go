@@ -196,15 +196,15 @@ func TestForget(t *testing.T) {
 // count is how many entries c holds.
 func count(c *cache.Cache[key, string]) int { n, _ := c.Usage(); return n }
 
-// TestPutSinceRefusesWhatAForgetOvertook: a value read before a Forget (of
-// its owner or another), a Drop or a Clear and put after it is not kept,
-// and what its key held goes too; one read after them is.
+// TestPutSinceRefusesWhatAForgetOvertook: a value read before a Forget of
+// its owner, a Drop or a Clear and put after it is not kept, and what its
+// key held goes too; one read after them is.
 func TestPutSinceRefusesWhatAForgetOvertook(t *testing.T) {
 	c := newCache(1 << 20)
 	k := key{user: "alice", rev: 1, id: 7}
 	for name, forget := range map[string]func(){
-		"forget": func() { c.Forget("", "alice") }, "another's": func() { c.Forget("", "bob") },
-		"drop": func() { c.Drop(func(key) bool { return false }) }, "clear": c.Clear,
+		"forget": func() { c.Forget("", "alice") },
+		"drop":   func() { c.Drop(func(key) bool { return false }) }, "clear": c.Clear,
 	} {
 		c.Put(k, "held")
 		epoch := c.Epoch()
@@ -218,5 +218,43 @@ func TestPutSinceRefusesWhatAForgetOvertook(t *testing.T) {
 		if !c.PutSince(c.Epoch(), k, "read after") {
 			t.Fatalf("%s: a value read after it was refused", name)
 		}
+	}
+}
+
+// TestPutSinceKeepsWhatAnotherOwnersForgetMissed: another owner's Forget
+// (an erasure, a deletion, even of a conversation that does not exist)
+// while a value was read neither refuses it nor drops what its key held,
+// so that one tenant's deletions cannot keep the others' values out of
+// the cache; once more owners were forgotten meanwhile than are recorded
+// one by one, it is refused, as it may be of one of them.
+func TestPutSinceKeepsWhatAnotherOwnersForgetMissed(t *testing.T) {
+	c := newCache(1 << 20)
+	k := key{user: "alice", rev: 1, id: 7}
+	c.Put(k, "held")
+	epoch := c.Epoch()
+	c.Forget("", "bob")
+	if v, ok := c.Get(k); !ok || v != "held" {
+		t.Fatalf("alice's entry gone with bob's forget: %q, %v", v, ok)
+	}
+	if !c.PutSince(epoch, k, "read before") {
+		t.Fatal("alice's value refused for bob's forget")
+	}
+	if v, _ := c.Get(k); v != "read before" {
+		t.Fatalf("alice's key holds %q", v)
+	}
+	c.Forget("", "bob")
+	if !c.PutSince(epoch, k, "bob forgotten twice") {
+		t.Fatal("alice's value refused for bob's second forget")
+	}
+
+	epoch = c.Epoch()
+	for i := range 5000 {
+		c.Forget("", fmt.Sprint("user", i))
+	}
+	if c.PutSince(epoch, k, "read before many") {
+		t.Fatal("a value read before more forgets than are recorded was kept")
+	}
+	if !c.PutSince(c.Epoch(), k, "read after") {
+		t.Fatal("a value read after them was refused")
 	}
 }

@@ -33,13 +33,18 @@ var errLeaseLost = errors.New("enrich: conversation lease lost")
 // conversations' leases may have run out.
 func fenced(ctx context.Context) bool { return errors.Is(context.Cause(ctx), errLeaseLost) }
 
-// claimed is a decoded delivery, with when this enricher first held it
-// and its conversation's lease key (conversationKey), hashed once.
+// claimed is a decoded delivery, with when this enricher first held it,
+// its conversation's lease key (conversationKey), hashed once, and the
+// erasures' count (cache.Epoch) taken before it was claimed (read: false
+// when unknown), which its hooks' caches compare with their users'
+// forgets (runHooks).
 type claimed struct {
 	d     memory.Delivery
 	en    record.Enrichment
 	since time.Time
 	key   string
+	epoch uint64
+	read  bool
 }
 
 // holderToken names this enricher in the conversation leases: its
@@ -250,4 +255,19 @@ func (e *Enricher) releaseConversations(ctx context.Context, keys []string) {
 	if err := e.opts.Conversations.Release(rctx, e.holder, keys...); err != nil {
 		e.logger.Warn("enricher cannot give up its conversations' leases; they run out", "conversations", len(keys), "err", err)
 	}
+}
+
+// readEpoch returns the earliest epoch part's entries were claimed at,
+// and false if one's is unknown.
+func readEpoch(part []claimed) (uint64, bool) {
+	epoch := uint64(0)
+	for i, c := range part {
+		if !c.read {
+			return 0, false
+		}
+		if i == 0 || c.epoch < epoch {
+			epoch = c.epoch
+		}
+	}
+	return epoch, len(part) > 0
 }

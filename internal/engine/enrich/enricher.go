@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/engine/record"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/pace"
@@ -200,6 +201,11 @@ type Enricher struct {
 	// claims no more than the room they leave; Run's goroutine only (the
 	// side lane's, with EnrichOptions.Side).
 	deferred []claimed
+	// claimEpoch is cache.Epoch taken before Run's last Claim, for the
+	// entries it claimed (claimed.epoch); claimRead is false before the
+	// first. Run's goroutine only.
+	claimEpoch uint64
+	claimRead  bool
 }
 
 // NewEnricher returns an Enricher of q running hooks; logger may be nil.
@@ -356,6 +362,7 @@ func (e *Enricher) Run(ctx context.Context) error {
 			if kept > 0 {
 				wait = min(wait, e.opts.Interval) // kept entries wait for the next round only
 			}
+			e.claimEpoch, e.claimRead = cache.Epoch(), true
 			ds, err = e.queue.Claim(ctx, e.opts.Consumer, room, stale, wait)
 		}
 		if err != nil {
@@ -433,7 +440,7 @@ func (e *Enricher) roundOf(ctx context.Context, ds []memory.Delivery, deferred [
 			e.logger.Error("enricher discards an undecodable entry", "entry", d.ID, "bytes", len(d.Payload), "err", err)
 			continue
 		}
-		all = append(all, claimed{d: d, en: en, since: now, key: conversationKey(en.Exchange.Identity)})
+		all = append(all, claimed{d: d, en: en, since: now, key: conversationKey(en.Exchange.Identity), epoch: e.claimEpoch, read: e.claimRead})
 	}
 	var keys []string
 	var at time.Time
@@ -521,6 +528,11 @@ func (e *Enricher) runHooks(ctx, hctx context.Context, hooks []record.Hook, part
 	results := make([]memory.SaveResult, len(part))
 	for i, c := range part {
 		exs[i], results[i] = c.en.Exchange, c.en.Result
+	}
+	// The hooks cache nothing of a user erased since part was read from
+	// the queue (cache.WithEpoch): its text was read before the erasure.
+	if epoch, ok := readEpoch(part); ok {
+		hctx = cache.WithEpoch(hctx, epoch)
 	}
 	ok := make([]bool, len(hooks))    // the hooks done with part
 	spent := make([]bool, len(hooks)) // the hooks that ran out their time on it

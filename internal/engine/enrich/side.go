@@ -177,7 +177,7 @@ func (e *Enricher) indexRound(ctx context.Context, ds []memory.Delivery) (waited
 			continue
 		}
 		d.Payload = nil // decoded: the side lane holds the exchange only
-		c := claimed{d: d, en: en, since: now, key: conversationKey(en.Exchange.Identity)}
+		c := claimed{d: d, en: en, since: now, key: conversationKey(en.Exchange.Identity), epoch: e.claimEpoch, read: e.claimRead}
 		if e.side.indexed.Has(d.ID) {
 			again = append(again, c)
 		} else {

@@ -5,20 +5,22 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 )
 
 // convTable is an LRU of one value per conversation (the kept recall
 // blocks, the held summaries), which holds what was recalled and
 // summarised of its user: their erasure, or the deletion of one of their
-// conversations, empties it of theirs (forget). It counts its forgets, so
-// that a request whose parts loaded before one puts nothing after it
-// (epoch, checked by the puts under mu). mu guards the values too, which
-// their owners may change in place.
+// conversations, empties it of theirs (forget). It records its forgets,
+// so that a request whose parts loaded before its user's puts nothing of
+// theirs after it (epoch, checked by the puts under mu: forgotSince),
+// while other users' requests keep theirs. mu guards the values too,
+// which their owners may change in place.
 type convTable[V any] struct {
-	mu      sync.Mutex
-	convs   *lru.Cache[memory.Identity, V]
-	forgets uint64
+	mu     sync.Mutex
+	convs  *lru.Cache[memory.Identity, V]
+	erased cache.Erasures
 }
 
 // newConvTable returns an empty table of at most n conversations (1 at
@@ -32,10 +34,12 @@ func newConvTable[V any](n int) convTable[V] {
 }
 
 // epoch returns the count of forgets, read before a request's parts load.
-func (t *convTable[V]) epoch() uint64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.forgets
+func (t *convTable[V]) epoch() uint64 { return t.erased.Epoch() }
+
+// forgotSince reports whether id's user may have been forgotten since the
+// count epoch; t.mu is held.
+func (t *convTable[V]) forgotSince(id memory.Identity, epoch uint64) bool {
+	return t.erased.Since(cache.Owner{Tenant: id.Tenant, User: id.User}, epoch)
 }
 
 // forget drops the user's conversations, visiting every one held (an
@@ -43,7 +47,7 @@ func (t *convTable[V]) epoch() uint64 {
 func (t *convTable[V]) forget(tenant, user string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.forgets++
+	t.erased.Forget(cache.Owner{Tenant: tenant, User: user})
 	for _, id := range t.convs.Keys() {
 		if id.Tenant == tenant && id.User == user {
 			t.convs.Remove(id)
@@ -55,6 +59,6 @@ func (t *convTable[V]) forget(tenant, user string) {
 func (t *convTable[V]) clear() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.forgets++
+	t.erased.Clear()
 	t.convs.Purge()
 }

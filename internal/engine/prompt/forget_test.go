@@ -45,3 +45,23 @@ func TestForgetDropsWhatTheAssemblerKeepsOfTheUser(t *testing.T) {
 		t.Fatal("Clear left entries")
 	}
 }
+
+// TestAnotherUsersForgetKeepsWhatARequestLoaded: a request whose parts
+// loaded before another user's forget (an erasure, a deletion of a
+// conversation, even of one that does not exist) keeps its blocks and
+// summary: one tenant's deletions do not stop the others' prompts from
+// repeating what they were shown.
+func TestAnotherUsersForgetKeepsWhatARequestLoaded(t *testing.T) {
+	a := &Assembler{kept: newKeptBlocks(16, 4), held: newHeldSummaries(16)}
+	rev := &memory.Revisions{Messages: 3, Changed: 2}
+	q := memory.Message{Role: "user", Content: "where do I live?"}
+	bob := memory.Identity{Tenant: "t", User: "bob", Conversation: "c1"}
+	sum := &memory.Summary{Conversation: "c1", Version: 1, Text: "Bob lives in Porto."}
+	keptEpoch, heldEpoch := a.epochs()
+	a.Forget("other", "alice")
+	a.kept.put(bob, rev, keptEpoch, q, "Recalled: Bob lives in Porto.")
+	a.held.put(bob, rev, heldEpoch, sum)
+	if !a.kept.convs.Contains(bob) || !a.held.convs.Contains(bob) {
+		t.Fatal("bob's request kept nothing for another tenant's user's forget")
+	}
+}

@@ -50,14 +50,14 @@ func (h *heldSummaries) usable(id memory.Identity, rev *memory.Revisions, latest
 // put holds s, under rev's Messages revision, as what id's last stored
 // turn was shown; nil (the turn was shown no summary, or rev is unknown)
 // holds nothing for id, nor does a request whose parts loaded before a
-// forget (epoch).
+// forget of its user (epoch).
 func (h *heldSummaries) put(id memory.Identity, rev *memory.Revisions, epoch uint64, s *memory.Summary) {
 	if h == nil {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.forgets != epoch {
+	if h.forgotSince(id, epoch) {
 		return
 	}
 	if s == nil || rev == nil {

@@ -95,14 +95,14 @@ func (k *keptBlocks) lookup(id memory.Identity, root string, rev *memory.Revisio
 // dropped first; with rev unknown nothing is kept. Only turns with a block
 // take one of the conversation's places, so a long chat of statements does
 // not push its asking turns' blocks out. A request whose parts loaded
-// before a forget (epoch) keeps nothing.
+// before a forget of its user (epoch) keeps nothing.
 func (k *keptBlocks) put(id memory.Identity, rev *memory.Revisions, epoch uint64, m memory.Message, block string) {
 	if k == nil || rev == nil {
 		return
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.forgets != epoch {
+	if k.forgotSince(id, epoch) {
 		return
 	}
 	r := keptRevOf(rev)

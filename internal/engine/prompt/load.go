@@ -40,8 +40,8 @@ type loaded struct {
 	// rev are the user's revisions read before the parts (nil: unknown).
 	rev *memory.Revisions
 	// keptEpoch and heldEpoch are the kept blocks' and held summaries'
-	// counts of forgets before the parts loaded: an erasure since keeps
-	// what they show from being kept.
+	// counts of forgets before the parts loaded: an erasure of the user
+	// since keeps what they show from being kept.
 	keptEpoch, heldEpoch uint64
 	// degraded names the parts left out (memory.Degraded*), sorted.
 	degraded []string

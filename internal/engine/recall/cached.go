@@ -84,8 +84,8 @@ type Cached struct {
 	inflight map[EmbeddingKey]*flight
 }
 
-// flight is one text being embedded for one owner, begun at the cache's
-// epoch; done closes when vec or err is set.
+// flight is one text being embedded for one owner, read by the caller
+// that began it at epoch; done closes when vec or err is set.
 type flight struct {
 	text  string
 	key   EmbeddingKey
@@ -126,8 +126,11 @@ func (c *Cached) EmbedOwned(ctx context.Context, texts []Owned, by time.Time) ([
 	model, dims := c.inner.Model(), c.inner.Dims()
 	out, waits := make([][]float32, len(texts)), make([]*flight, len(texts))
 	var mine []*flight
+	// The texts were read at ctx's epoch (an enrichment round's, taken
+	// before it read its batch) or now. A flight joined keeps its own: the
+	// vector is of the owner's text, which its caller read then.
+	epoch := cache.EpochOf(ctx)
 	c.mu.Lock()
-	epoch := c.cache.Epoch()
 	for i, t := range texts {
 		k := EmbeddingKey{Model: model, Dims: dims, Tenant: t.Tenant, User: t.User, Hash: ContentHash(model, t.Text)}
 		if v, ok := c.cache.Get(k); ok && len(v) == dims {
@@ -185,8 +188,9 @@ func (c *Cached) fly(ctx context.Context, fs []*flight, by time.Time) {
 		close(f.done)
 	}
 	// Joinable until cached, so no request in between embeds them again.
-	// Not kept when an erasure came since the flight began: its Forget
-	// ran before this write, and the vector holds what the owner said.
+	// Not kept when an erasure of the owner came since the flight's caller
+	// read the text: its Forget ran before this write, and the vector
+	// holds what the owner said.
 	for _, f := range fs {
 		if err == nil && len(f.vec) == dims {
 			c.cache.PutSince(f.epoch, f.key, slices.Clone(f.vec))

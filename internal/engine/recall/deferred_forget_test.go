@@ -58,3 +58,35 @@ func TestBackfillEmbedsNothingOfADeletedConversation(t *testing.T) {
 		t.Fatalf("a round begun before the forget kept %d of its items (dropped %d)", ix.Deferred(), n)
 	}
 }
+
+// TestDeferredKeepsOtherUsersItems: a round's items of a user forgotten
+// since it began are not kept, but the other users' are, whoever else
+// was forgotten meanwhile (another tenant's deletion of a conversation,
+// even of one that does not exist): they would wait for `gateway
+// reindex` for their vectors.
+func TestDeferredKeepsOtherUsersItems(t *testing.T) {
+	d := NewDeferred()
+	epoch := d.epoch()
+	d.Forget("other-tenant", "someone-else")
+	d.Forget("t", "gone")
+	items := []memory.Item{
+		{Tenant: "t", User: "kept", Conversation: "c", Kind: KindMessage, Ref: "m1", Text: "older"},
+		{Tenant: "t", User: "gone", Conversation: "c", Kind: KindMessage, Ref: "m2", Text: "read before the forget"},
+		{Tenant: "t", User: "kept", Conversation: "c", Kind: KindMessage, Ref: "m3", Text: "newer"},
+	}
+	if n := d.push(epoch, items); n != 1 {
+		t.Fatalf("push left %d items, want 1 (the forgotten user's)", n)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var kept []string
+	for _, it := range d.items {
+		if it.User != "kept" {
+			t.Fatalf("the forgotten user's item %q kept", it.Text)
+		}
+		kept = append(kept, it.Text)
+	}
+	if len(kept) != 2 {
+		t.Fatalf("user kept's items kept: %q, want both", kept)
+	}
+}

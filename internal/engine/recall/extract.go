@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -147,9 +148,11 @@ func (e *Extractor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, r
 			}
 		}
 	}
-	// The answers are kept only if no erasure came while the model
-	// answered (Answers.Forget ran before the Put: see cache.PutSince).
-	epoch := e.answers.c.Epoch()
+	// The answers are kept only if no erasure of their user came since
+	// the batch was read (Answers.Forget ran before the Put: see
+	// cache.PutSince): the enricher's round carries the epoch it took
+	// before it read the batch from the queue (cache.WithEpoch).
+	epoch := cache.EpochOf(ctx)
 	sem := make(chan struct{}, batchCalls)
 	var wg sync.WaitGroup
 	for k := range qs {

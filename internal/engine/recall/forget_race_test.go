@@ -7,6 +7,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -84,5 +85,48 @@ func TestExtractorKeepsNoAnswerOfAUserErasedDuringTheCall(t *testing.T) {
 	}
 	if n, _ := answers.c.Usage(); n != 0 {
 		t.Fatalf("%d answers kept of a user erased during the call, want none", n)
+	}
+}
+
+// TestHooksKeepNothingOfAUserErasedSinceTheBatchWasRead: the extractor's
+// answers and indexing's vectors, computed from a
+// batch read before its user's erasure (the enricher's round carries the
+// epoch it took before it claimed the batch: cache.WithEpoch), are not
+// kept, though the erasure's Forget came before the hooks started; another
+// user's are.
+func TestHooksKeepNothingOfAUserErasedSinceTheBatchWasRead(t *testing.T) {
+	ctx := context.Background()
+	ch := &fakeChatter{reply: `{"facts":[{"type":"profile","key":"city","value":"Lisbon","confidence":0.9}]}`}
+	answers, vectors := NewAnswers(), NewEmbeddingCache(1<<20)
+	x := NewExtractor(ch, newFakeStore(), ExtractorOptions{Model: "m", MaxPerUser: 200, Answers: answers}, nil)
+	c := NewCached(NewLocal(16), vectors)
+	exchange := func(user string) memory.Exchange {
+		return memory.Exchange{ID: "e-" + user, Identity: memory.Identity{Tenant: "t", User: user, Conversation: "c"}, At: time.Now(),
+			Turn:  []memory.Message{{Role: "user", Content: "I live in Lisbon now."}},
+			Reply: memory.Message{Role: "assistant", Content: "Nice!"}}
+	}
+	read := cache.WithEpoch(ctx, cache.Epoch()) // the batch is claimed
+	cache.Forgetters{answers, vectors}.Forget("t", "gone")
+	for _, user := range []string{"gone", "kept"} {
+		if err := x.AfterSaveBatch(read, []memory.Exchange{exchange(user)}, []memory.SaveResult{{Inserted: 2}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.EmbedOwned(read, []Owned{{Tenant: "t", User: user, Text: "I live in Lisbon now."}}, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	owners := func(drop func(func(string) bool)) map[string]int {
+		n := map[string]int{}
+		drop(func(user string) bool { n[user]++; return false })
+		return n
+	}
+	ans := owners(func(f func(string) bool) { answers.c.Drop(func(k answerKey) bool { return f(k.User) }) })
+	waitFor(t, "the flights' end", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return len(c.inflight) == 0 })
+	vecs := owners(func(f func(string) bool) { vectors.Drop(func(k EmbeddingKey) bool { return f(k.User) }) })
+	if ans["gone"]+vecs["gone"] > 0 {
+		t.Fatalf("kept of the user erased after the batch was read: %d answers, %d vectors", ans["gone"], vecs["gone"])
+	}
+	if ans["kept"] == 0 || vecs["kept"] == 0 {
+		t.Fatalf("the other user's answers (%d) or vectors (%d) were not kept", ans["kept"], vecs["kept"])
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/seen"
 )
@@ -167,7 +168,9 @@ func (p IndexPart) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, re
 // index indexes parts of a batch (see AfterSaveBatch).
 func (ix *Indexer) index(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult, parts indexParts) error {
 	messages, derived := parts&indexMessages != 0, parts&indexDerived != 0
-	deferEpoch := ix.deferred.epoch() // before anything is read (Deferred.push)
+	// Before anything is read (Deferred.push): the enricher's round
+	// carries the epoch it took before it read the batch (cache.WithEpoch).
+	deferEpoch := cache.EpochOf(ctx)
 	var (
 		items, textOnly []memory.Item
 		// later are the textOnly items only their user's budget left
@@ -574,9 +577,9 @@ type Deferred struct {
 	items    []memory.Item
 	bytes    int
 	byTenant map[string]int
-	// forgets counts Forget and Clear: a round begun before one keeps
-	// none of its items (push).
-	forgets uint64
+	// erased records Forget and Clear: a round begun before a user's
+	// forget keeps none of their items (push).
+	erased cache.Erasures
 }
 
 // NewDeferred returns an empty Deferred, for Indexer.UseDeferred.
@@ -586,7 +589,7 @@ func NewDeferred() *Deferred { return &Deferred{} }
 func (d *Deferred) Forget(tenant, user string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.forgets++
+	d.erased.Forget(cache.Owner{Tenant: tenant, User: user})
 	d.drop(func(it memory.Item) bool { return it.Tenant == tenant && it.User == user })
 }
 
@@ -595,7 +598,7 @@ func (d *Deferred) Forget(tenant, user string) {
 func (d *Deferred) Clear() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.forgets++
+	d.erased.Clear()
 	d.drop(func(memory.Item) bool { return true })
 }
 
@@ -624,30 +627,29 @@ func (d *Deferred) uncount(it memory.Item) {
 
 // epoch returns the count of forgets, which a round of indexing reads
 // before it reads what it indexes, for push.
-func (d *Deferred) epoch() uint64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.forgets
-}
+func (d *Deferred) epoch() uint64 { return d.erased.Epoch() }
 
 // push keeps items (a round's, oldest first), newest first, within
 // maxDeferredBytes and maxTenantDeferredBytes, each with its own copy of
 // its text (a chunk shares the bytes of its whole message, which may be a
-// long one), and returns how many it could not keep: the oldest. Items
-// are taken in the order they were kept, so a tenant's long history waits
-// behind what others deferred before it. A round that read them before a
-// forget (epoch) keeps none: some may be its user's.
+// long one), and returns how many it did not keep: the oldest, past the
+// bounds, and those of a user forgotten since the round began (epoch),
+// which it read before the forget. Items are taken in the order they were
+// kept, so a tenant's long history waits behind what others deferred
+// before it.
 func (d *Deferred) push(epoch uint64, items []memory.Item) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.forgets != epoch {
-		return len(items)
-	}
+	forgotten := 0
 	for i := len(items) - 1; i >= 0; i-- {
 		it := items[i]
+		if d.erased.Since(cache.Owner{Tenant: it.Tenant, User: it.User}, epoch) {
+			forgotten++
+			continue
+		}
 		cost := len(it.Text) + deferredItemBytes
 		if d.bytes+cost > maxDeferredBytes || d.byTenant[it.Tenant]+cost > maxTenantDeferredBytes {
-			return i + 1
+			return forgotten + i + 1
 		}
 		if d.byTenant == nil {
 			d.byTenant = map[string]int{}
@@ -657,7 +659,7 @@ func (d *Deferred) push(epoch uint64, items []memory.Item) int {
 		d.bytes += cost
 		d.byTenant[it.Tenant] += cost
 	}
-	return 0
+	return forgotten
 }
 
 // pop takes up to n items, the first kept.
