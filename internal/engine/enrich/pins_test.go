@@ -316,8 +316,12 @@ func TestSentenceRulesReadABoundedPrefix(t *testing.T) {
 				_, _ = ex.Summarize(context.Background(), Input{Messages: []memory.Message{{Role: "user", Content: s}}, MaxTokens: 1000})
 			},
 		} {
+			// AllocsPerRun counts the whole process's allocations: other
+			// tests' goroutines still winding down add a little, so the
+			// bound is a tenth above the prefix's (unbounded, the whole
+			// message cost about five times it).
 			bounded, whole := testing.AllocsPerRun(2, func() { f(at) }), testing.AllocsPerRun(2, func() { f(long) })
-			if whole > bounded+16 {
+			if whole > bounded*1.1+16 {
 				t.Errorf("%s of %q×%d: %.0f allocations, %.0f for the first %d bytes", name, unit, len(long)/len(unit), whole, bounded, len(at))
 			}
 		}

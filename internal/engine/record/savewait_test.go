@@ -26,7 +26,7 @@ func TestHungStoreQueuesTheTurnBeforeItIsAnswered(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := newGateSaver() // its gate never opens: every save hangs
 			q := newFakeQueue()
-			opts := Options{OpTimeout: 500 * time.Millisecond, SaveWait: time.Second, DeadLetters: s}
+			opts := Options{OpTimeout: time.Second, SaveWait: 2500 * time.Millisecond, DeadLetters: s}
 			if group {
 				opts.Batches = s
 			}
@@ -61,7 +61,7 @@ func (s *enteredSaver) SaveExchanges(ctx context.Context, exs []memory.Exchange)
 func TestTurnBehindAHungSaveIsQueuedBeforeItIsAnswered(t *testing.T) {
 	s := &enteredSaver{gateSaver: newGateSaver(), entered: make(chan struct{})}
 	q := newFakeQueue()
-	c := mustCapturer(t, q, s, nil, Options{Lanes: 1, OpTimeout: 500 * time.Millisecond, SaveWait: time.Second, Batches: s, DeadLetters: s})
+	c := mustCapturer(t, q, s, nil, Options{Lanes: 1, OpTimeout: time.Second, SaveWait: 2500 * time.Millisecond, Batches: s, DeadLetters: s})
 	first := make(chan struct{})
 	go func() {
 		defer close(first)
@@ -145,7 +145,7 @@ func testHungEnrichment(t *testing.T, deaf bool) {
 		eq.deaf = make(chan struct{})
 		defer close(eq.deaf)
 	}
-	c := mustCapturer(t, nil, s, nil, Options{Lanes: 1, Batch: 1, Enrich: eq, OpTimeout: 400 * time.Millisecond, SaveWait: time.Second})
+	c := mustCapturer(t, nil, s, nil, Options{Lanes: 1, Batch: 1, Enrich: eq, OpTimeout: 2 * time.Second, SaveWait: 5 * time.Second})
 	const turns = 4
 	durable := make(chan bool, turns)
 	for i := range turns {
@@ -158,10 +158,12 @@ func testHungEnrichment(t *testing.T, deaf bool) {
 			t.Fatal("a turn was not stored when Capture stopped waiting")
 		}
 	}
-	if n := eq.calls.Load(); n != 1 {
-		t.Errorf("enrichment enqueues tried %d times, want 1 (the queue hung)", n)
-	}
+	// A turn is durable once stored; its enrichment is given up after.
+	waitFor(t, "every exchange counted unenriched", func() bool { return value(t, c.metrics.enrichLost) >= turns })
 	if got := value(t, c.metrics.enrichLost); got != turns {
 		t.Errorf("exchanges left unenriched = %v, want %d", got, turns)
+	}
+	if n := eq.calls.Load(); n != 1 {
+		t.Errorf("enrichment enqueues tried %d times, want 1 (the queue hung)", n)
 	}
 }
