@@ -175,16 +175,15 @@ type transcripts struct {
 	timeout time.Duration
 
 	// mu orders the forgets with the exchanges' prints kept after them:
-	// gen counts the forgets (forget, clear); forgot holds the count at
-	// each of the last transcriptUsers users' forgets, floor the highest
-	// count forgot evicted, cleared the count at the last clear. An
-	// exchange received at a count a later forget of its user may have
-	// passed (forgotSince) is erased data: its prints are not kept.
-	mu      sync.Mutex
-	gen     uint64
-	forgot  *lru.Cache[prefixKey, uint64]
-	floor   uint64
-	cleared uint64
+	// gen counts the users' forgets; forgot holds the count at each of
+	// the last transcriptUsers users' forgets, floor the highest count
+	// forgot evicted. An exchange received at a count a later forget of
+	// its user may have passed (forgotSince) is erased data: its prints
+	// are not kept.
+	mu     sync.Mutex
+	gen    uint64
+	forgot *lru.Cache[prefixKey, uint64]
+	floor  uint64
 }
 
 func newTranscripts(now func() time.Time, shared PrintStore, timeout time.Duration) *transcripts {
@@ -207,7 +206,7 @@ func (t *transcripts) generation() uint64 {
 // or a conversation of theirs deleted) since the count gen; t.mu is held.
 func (t *transcripts) forgotSince(k prefixKey, gen uint64) bool {
 	at, ok := t.forgot.Peek(k)
-	return ok && at > gen || t.floor > gen || t.cleared > gen
+	return ok && at > gen || t.floor > gen
 }
 
 // transcriptKey is a user's key in the table and in the shared prints.
@@ -483,13 +482,16 @@ func (t *transcripts) forget(ctx context.Context, k prefixKey) error {
 	return t.shared.ForgetPrints(ctx, k)
 }
 
-// clear drops this process's prints of every user (erasures may have been
-// missed); an exchange received before keeps none.
+// clear drops this process's prints of every user: erasure notices may
+// have been missed. An exchange under way keeps its own: a clear comes
+// each time the notices' subscription starts, the first time after a
+// new process began serving, and refusing every exchange received
+// before it would leave that process unable to tell its first users'
+// app requests about their chats; a user's own forget still refuses
+// theirs (forgotSince).
 func (t *transcripts) clear() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.gen++
-	t.cleared = t.gen
 	t.lru.Purge()
 }
 
