@@ -60,7 +60,7 @@ type resenders struct {
 	// failed is told of each shared write that failed.
 	failed func(err error)
 	// mu orders forgetting against what a shared read or write brings
-	// back: gen counts the forgets (and clears), so that neither a read
+	// back: gen counts the forgets, so that neither a read
 	// begun before one puts the user back in this process's tier nor a
 	// write begun before one stays in the shared one.
 	mu     sync.Mutex
@@ -187,11 +187,13 @@ func (r *resenders) forget(ctx context.Context, tenant, user string) error {
 }
 
 // clear drops this process's tier (erasures may have been missed); the
-// shared one, which the erasing process deleted from, stays.
+// shared one, which the erasing process deleted from, stays, and so does
+// a shared write under way: a clear comes each time the erasure notices'
+// subscription starts, the first time after a new process began serving,
+// and is no forget (only those undo a write, seen).
 func (r *resenders) clear() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.gen++
 	r.lru.Purge()
 }
 
