@@ -115,6 +115,35 @@ func TestStreamBrokenMidwayIsAbortedNotRetried(t *testing.T) {
 	g.waitMetric(t, `memgate_http_requests_total{route="chat",status="502"} 1`)
 }
 
+// chatChunk is one chat completion chunk of the reply: delta and
+// finish_reason as JSON.
+func chatChunk(delta, finish string) string {
+	return `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":` +
+		delta + `,"finish_reason":` + finish + `}]}`
+}
+
+// relayedStream starts alice's memory-on chat stream through a gateway
+// capturing into the returned channel, has the upstream send events and
+// reads each back as relayed; cancel hangs the client up.
+func relayedStream(t *testing.T, events ...string) (g *gateway, feed *upstreamtest.Feed, captured chanCapturer, cancel context.CancelFunc) {
+	t.Helper()
+	feed = upstreamtest.NewFeed()
+	up := upstreamtest.New(t, feed)
+	captured = make(chanCapturer, 1)
+	g = mustGateway(t, up, nil, Deps{Resolver: identity.New(nil), Capturer: captured})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	resp := g.streamRequest(t, ctx, map[string]string{"X-Memory-User": "alice"})
+	br := bufio.NewReader(resp.Body)
+	for _, e := range events {
+		feed.Send(t, e)
+		if got := readEvent(t, br); got != "data: "+e+"\n" {
+			t.Fatalf("event %q, want data: %s", got, e)
+		}
+	}
+	return g, feed, captured, cancel
+}
+
 // TestClientHangUpAfterFinishStoresTurn: a client that stops reading a chat
 // stream once it has the reply's finish_reason (an SDK loop that breaks on
 // it, before the usage chunk or [DONE]) hangs up with the whole reply in
@@ -122,33 +151,16 @@ func TestStreamBrokenMidwayIsAbortedNotRetried(t *testing.T) {
 // there. A client that hangs up before the finish_reason (a stop button)
 // has no whole reply, and nothing is stored.
 func TestClientHangUpAfterFinishStoresTurn(t *testing.T) {
-	chunk := func(delta, finish string) string {
-		return `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":` +
-			delta + `,"finish_reason":` + finish + `}]}`
-	}
 	for _, tt := range []struct {
 		name   string
 		events []string
 		stored bool
 	}{
-		{"after finish_reason", []string{chunk(`{"role":"assistant","content":"You like tea."}`, "null"), chunk(`{}`, `"stop"`)}, true},
-		{"before finish_reason", []string{chunk(`{"role":"assistant","content":"You like"}`, "null")}, false},
+		{"after finish_reason", []string{chatChunk(`{"role":"assistant","content":"You like tea."}`, "null"), chatChunk(`{}`, `"stop"`)}, true},
+		{"before finish_reason", []string{chatChunk(`{"role":"assistant","content":"You like"}`, "null")}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			feed := upstreamtest.NewFeed()
-			up := upstreamtest.New(t, feed)
-			captured := make(chanCapturer, 1)
-			g := mustGateway(t, up, nil, Deps{Resolver: identity.New(nil), Capturer: captured})
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			resp := g.streamRequest(t, ctx, map[string]string{"X-Memory-User": "alice"})
-			br := bufio.NewReader(resp.Body)
-			for _, e := range tt.events {
-				feed.Send(t, e)
-				if got := readEvent(t, br); got != "data: "+e+"\n" {
-					t.Fatalf("event %q, want data: %s", got, e)
-				}
-			}
+			g, feed, captured, cancel := relayedStream(t, tt.events...)
 			cancel()
 			wait(t, feed.Canceled(), "upstream request to be cancelled")
 			g.waitMetric(t, `memgate_http_requests_total{route="chat",status="499"} 1`)
@@ -172,19 +184,7 @@ func TestClientHangUpAfterFinishStoresTurn(t *testing.T) {
 // on that ends its stream later starts no capture (the process's memory
 // is closing), and the turn is counted as not captured, shutdown.
 func TestNoCaptureStartsAfterDrain(t *testing.T) {
-	chunk := `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"role":"assistant","content":"You like tea."},"finish_reason":"stop"}]}`
-	feed := upstreamtest.NewFeed()
-	up := upstreamtest.New(t, feed)
-	captured := make(chanCapturer, 1)
-	g := mustGateway(t, up, nil, Deps{Resolver: identity.New(nil), Capturer: captured})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	resp := g.streamRequest(t, ctx, map[string]string{"X-Memory-User": "alice"})
-	br := bufio.NewReader(resp.Body)
-	feed.Send(t, chunk)
-	if got := readEvent(t, br); got != "data: "+chunk+"\n" {
-		t.Fatalf("event %q", got)
-	}
+	g, _, captured, cancel := relayedStream(t, chatChunk(`{"role":"assistant","content":"You like tea."}`, `"stop"`))
 	g.p.Drain()
 	cancel()
 	g.waitMetric(t, `memgate_capture_skipped_total{reason="shutdown"} 1`)
