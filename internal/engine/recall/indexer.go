@@ -593,14 +593,13 @@ func (d *Deferred) Forget(tenant, user string) {
 	d.drop(func(it memory.Item) bool { return it.Tenant == tenant && it.User == user })
 }
 
-// Clear drops every item (erasures may have been missed): they stay
-// without a vector until `gateway reindex`.
-func (d *Deferred) Clear() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.erased.Clear()
-	d.drop(func(memory.Item) bool { return true })
-}
+// Clear keeps the items. A clear comes each time the erasure notices'
+// subscription starts (the first time after a process began serving, and
+// on every reconnect to Redis): dropping every user's items then left
+// them without a vector until `gateway reindex`. The cost: the text of a
+// user erased while a notice was missed may still reach the embedder
+// once; its rows are gone from the store.
+func (d *Deferred) Clear() {}
 
 // drop removes the items gone reports, with their bytes; d.mu is held.
 func (d *Deferred) drop(gone func(memory.Item) bool) {
