@@ -328,3 +328,43 @@ func TestBackgroundStreamResumed(t *testing.T) {
 	g.get(t, "/v1/responses/resp_bg?stream=true", ana)
 	noCapture(t, g, captured)
 }
+
+// TestBackgroundResponseAfterAClearOrForget: a held exchange outlives a
+// clear (the erasure notices' subscription starting or reconnecting,
+// which forgets no one: the store refuses a turn said before an erasure
+// it missed) and another user's forget, and is captured when its GET
+// returns it done; its own user's forget drops it.
+func TestBackgroundResponseAfterAClearOrForget(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		meanwhile func(p *Proxy)
+		captured  bool
+	}{
+		{"clear", func(p *Proxy) { p.Clear() }, true},
+		{"another user's forget", func(p *Proxy) { p.Forget(memory.DefaultTenant, "bob") }, true},
+		{"another tenant's user's forget", func(p *Proxy) { p.Forget("acme", "ana") }, true},
+		{"its user's forget", func(p *Proxy) { p.Forget(memory.DefaultTenant, "ana") }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newBGUpstream(t)
+			captured := make(chanCapturer, 4)
+			g := mustGateway(t, up.Server, nil, Deps{Resolver: identity.New(nil), Capturer: captured})
+			ana := map[string]string{"X-Memory-User": "ana"}
+			if resp, b := g.post(t, "/v1/responses", bgRequest, ana); resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			tc.meanwhile(g.p)
+			up.set("completed")
+			if resp, b := g.get(t, "/v1/responses/resp_bg", ana); resp.StatusCode != 200 || !strings.Contains(string(b), "Porto is in Portugal.") {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			if !tc.captured {
+				noCapture(t, g, captured)
+				return
+			}
+			if ex := bgCaptured(t, captured); ex.Reply.Content != "Porto is in Portugal." || ex.Identity.User != "ana" {
+				t.Errorf("captured %q for %+v", ex.Reply.Content, ex.Identity)
+			}
+		})
+	}
+}

@@ -156,13 +156,13 @@ func (p *pendingResponses) claim(k pendingKey) *exchangeCapture {
 }
 
 // forget drops the captures of tenant's user (erased, or a conversation
-// of theirs deleted); with user "", of every user.
-func (p *pendingResponses) forget(tenant, user string, all bool) {
+// of theirs deleted).
+func (p *pendingResponses) forget(tenant, user string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for el := p.ll.Front(); el != nil; {
 		next := el.Next()
-		if k := el.Value.(*pendingEntry).key; all || k.tenant == tenant && k.user == user {
+		if k := el.Value.(*pendingEntry).key; k.tenant == tenant && k.user == user {
 			p.remove(el)
 		}
 		el = next

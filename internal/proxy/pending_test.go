@@ -30,7 +30,7 @@ func TestPendingResponsesBounded(t *testing.T) {
 		t.Fatalf("over the count: lost %d, oldest held %v", lost, p.has(key(0)))
 	}
 
-	p.forget("", "", true)
+	p = newPendingResponses(func() time.Time { return now }, func(*exchangeCapture) { lost++ })
 	lost = 0
 	big := pendingMaxBytes / 3
 	for i := range 3 {
@@ -59,7 +59,7 @@ func TestPendingResponsesBounded(t *testing.T) {
 	p.hold(pendingKey{"t", "ana", "a"}, heldCapture(1))
 	p.hold(pendingKey{"t", "bob", "b"}, heldCapture(1))
 	p.hold(pendingKey{"u", "ana", "c"}, heldCapture(1))
-	p.forget("t", "ana", false)
+	p.forget("t", "ana")
 	if p.has(pendingKey{"t", "ana", "a"}) || !p.has(pendingKey{"t", "bob", "b"}) || !p.has(pendingKey{"u", "ana", "c"}) {
 		t.Error("forget dropped the wrong captures")
 	}

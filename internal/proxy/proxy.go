@@ -239,7 +239,7 @@ func (p *Proxy) CloseIdleConnections() { p.transport.CloseIdleConnections() }
 // of their conversations deleted. Proxy is so a cache.Forgetter the
 // erasures reach, on every process.
 func (p *Proxy) Forget(tenant, user string) {
-	p.pending.forget(tenant, user, false)
+	p.pending.forget(tenant, user)
 	if err := p.resenders.forget(context.Background(), tenant, user); err != nil {
 		p.m.newChatSignal.WithLabelValues(newChatSignalForget).Inc()
 		p.log.Warn("the shared signal that an erased user resends their history was not deleted; it expires on its own", "within", resenderMaxAge.String(), "error", err.Error())
@@ -255,9 +255,13 @@ func (p *Proxy) Forget(tenant, user string) {
 
 // Clear drops this process's prints of every user, and who was seen
 // resending their history (erasures may have been missed); the shared
-// prints, which the erasing process deleted, stay.
+// prints, which the erasing process deleted, stay. The background
+// responses' held exchanges stay too: they are turns waiting for their
+// answer, not a cache (nothing would store them again), and a clear
+// comes each time the erasure notices' subscription starts or reconnects;
+// one of a user erased while a notice was missed is refused by the store
+// (said before the erasure), as every late turn of theirs is.
 func (p *Proxy) Clear() {
-	p.pending.forget("", "", true)
 	p.resenders.clear()
 	if p.transcripts != nil {
 		p.transcripts.clear()
