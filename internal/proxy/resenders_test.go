@@ -154,6 +154,35 @@ func TestResendersForgetBeatsAWriteUnderWay(t *testing.T) {
 	}
 }
 
+// TestResendersClearKeepsAWriteUnderWay: a clear (the erasure notices'
+// subscription starting, as in a process just begun serving) while the
+// first sighting's write is under way drops this process's tier only:
+// the write stays shared, and the user's next request, which this
+// process's tier cannot tell any more, is told by asking.
+func TestResendersClearKeepsAWriteUnderWay(t *testing.T) {
+	shared := &memResenders{}
+	release, writing := make(chan struct{}), make(chan struct{})
+	shared.added = func() {
+		close(writing)
+		<-release
+	}
+	r := newResenders(shared, time.Second, time.Now, func(err error) { t.Errorf("write failed: %v", err) })
+	r.seen("t", "ana")
+	<-writing
+	r.clear()
+	close(release)
+	r.wait()
+	if r.resends("t", "ana") {
+		t.Error("a clear left ana in this process's tier")
+	}
+	if ok, err := r.ask("t", "ana")(context.Background()); !ok || err != nil {
+		t.Errorf("a write under way at a clear was undone: asked %v, %v", ok, err)
+	}
+	if !r.resends("t", "ana") {
+		t.Error("the answer was not kept in this process's tier")
+	}
+}
+
 // gatedResenders is memResenders whose reads answer what they read once
 // release is closed, having closed reading.
 type gatedResenders struct {

@@ -113,3 +113,38 @@ func TestForgetBeatsAPrintWriteUnderWay(t *testing.T) {
 		t.Errorf("%d prints shared of bob, forgotten by no one, want 1", len(got))
 	}
 }
+
+// TestClearKeepsThePrintsOfAnExchangeUnderWay: a clear (the erasure
+// notices' subscription starting, as in a process just begun serving)
+// while an exchange is under way drops the prints kept before it, and
+// keeps the exchange's own, in this process and shared: a fresh
+// process's first exchange tells its user's app requests about the chat.
+func TestClearKeepsThePrintsOfAnExchangeUnderWay(t *testing.T) {
+	ctx := context.Background()
+	store := &memPrints{}
+	tr := newTranscripts(time.Now, store, time.Second)
+	ana, bob := transcriptKey("t", "ana"), transcriptKey("t", "bob")
+	said, reply := "I am planning a trip to Kyoto in April.", "Great choice! April is cherry blossom season."
+	turn, answer := []memory.Message{{Role: "user", Content: said}}, memory.Message{Role: "assistant", Content: reply}
+	if _, ok := tr.rememberSince(tr.generation(), bob, turn, answer); !ok {
+		t.Fatal("bob's exchange was not kept")
+	}
+	gen := tr.generation() // ana's exchange received
+	tr.clear()
+	p, ok := tr.rememberSince(gen, ana, turn, answer)
+	if !ok {
+		t.Fatal("an exchange under way at a clear kept no prints")
+	}
+	if err := tr.shareSince(ctx, gen, ana, p); err != nil {
+		t.Fatal(err)
+	}
+	if own := tr.own(ana, time.Time{}); len(own) != 1 {
+		t.Errorf("%d prints of ana's exchange kept in this process, want 1", len(own))
+	}
+	if got, _ := store.Prints(ctx, ana); len(got) != 1 {
+		t.Errorf("%d prints of ana's exchange shared, want 1", len(got))
+	}
+	if own := tr.own(bob, time.Time{}); len(own) != 0 {
+		t.Errorf("%d prints of bob's, kept before the clear, still in this process, want none", len(own))
+	}
+}

@@ -90,3 +90,25 @@ func TestDeferredKeepsOtherUsersItems(t *testing.T) {
 		t.Fatalf("user kept's items kept: %q, want both", kept)
 	}
 }
+
+// TestDeferredKeepsItsItemsOnAClear: a clear (the erasure notices'
+// subscription starting or reconnecting) drops none of the items
+// waiting, nor those of a round begun before it: dropped, they would
+// stay without a vector until `gateway reindex`.
+func TestDeferredKeepsItsItemsOnAClear(t *testing.T) {
+	d := NewDeferred()
+	item := func(ref string) memory.Item {
+		return memory.Item{Tenant: "t", User: "ana", Conversation: "c", Kind: KindMessage, Ref: ref, Text: "text of " + ref}
+	}
+	if n := d.push(d.epoch(), []memory.Item{item("m1")}); n != 0 {
+		t.Fatalf("push left %d items", n)
+	}
+	epoch := d.epoch() // a round begins
+	d.Clear()
+	if n := d.push(epoch, []memory.Item{item("m2")}); n != 0 {
+		t.Fatalf("a round begun before a clear left %d items", n)
+	}
+	if got := d.pop(backfillBatch); len(got) != 2 {
+		t.Fatalf("%d items waiting after a clear, want 2", len(got))
+	}
+}

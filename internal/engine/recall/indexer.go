@@ -577,8 +577,8 @@ type Deferred struct {
 	items    []memory.Item
 	bytes    int
 	byTenant map[string]int
-	// erased records Forget and Clear: a round begun before a user's
-	// forget keeps none of their items (push).
+	// erased records the forgets (Clear keeps every item): a round begun
+	// before a user's forget keeps none of their items (push).
 	erased cache.Erasures
 }
 
