@@ -172,9 +172,7 @@ func (r *Resolver) Resolve(h http.Header, bodyUser string) (memory.Identity, mem
 	if id.User, err = idHeader(h, HeaderUser); err != nil {
 		return memory.Identity{}, "", err
 	}
-	if id.User == "" {
-		id.User = memory.BodyUserID(bodyUser)
-	}
+	id = WithBodyUser(id, bodyUser)
 	if id.Conversation, err = idHeader(h, HeaderConversation); err != nil {
 		return memory.Identity{}, "", err
 	}
@@ -187,6 +185,18 @@ func (r *Resolver) Resolve(h http.Header, bodyUser string) (memory.Identity, mem
 		return memory.Identity{}, "", &HeaderError{Header: HeaderMode, Err: errNotMode}
 	}
 	return id, mode, nil
+}
+
+// WithBodyUser returns id, resolved from headers alone (Resolve with
+// bodyUser ""), as Resolve resolves it with bodyUser: when no header named
+// the user, the one bodyUser names (memory.BodyUserID). So a route that
+// checks the headers (the gateway key) before it reads the body resolves
+// them once.
+func WithBodyUser(id memory.Identity, bodyUser string) memory.Identity {
+	if id.User == "" {
+		id.User = memory.BodyUserID(bodyUser)
+	}
+	return id
 }
 
 // single returns the one value of the header name in h ("" when absent).

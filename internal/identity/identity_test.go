@@ -383,3 +383,21 @@ func TestMatchKeys(t *testing.T) {
 		t.Error("no key configured matched")
 	}
 }
+
+// BenchmarkResolve measures one identity resolved with gateway keys (four
+// configured, the last presented) and a user named by the body: what a
+// memory request with keys pays each time it resolves its headers.
+func BenchmarkResolve(b *testing.B) {
+	var keys []Key
+	for i := range 4 {
+		keys = append(keys, Key{Hash: HashKey(fmt.Sprintf("gw-key-%d", i)), Tenant: fmt.Sprintf("t%d", i)})
+	}
+	r := New(keys)
+	h := http.Header{"Authorization": {"Bearer gw-key-3"}, "Content-Type": {"application/json"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if id, _, err := r.Resolve(h, ""); err != nil || id.Tenant != "t3" {
+			b.Fatalf("%+v, %v", id, err)
+		}
+	}
+}

@@ -435,3 +435,82 @@ func TestMemoryBodiesNotEncoded(t *testing.T) {
 		t.Fatalf("upstream called %d times", up.Calls())
 	}
 }
+
+// TestGatewayKeyIdentity: with gateway keys, a memory route's identity
+// is the key's tenant (or the one it may choose), the headers' user,
+// conversation and mode, and, when no header names the user, the
+// body's (its digest when not an id); a bad identity header is refused
+// before the body is read, as a bad key is (TestKeyCheckedBeforeBody).
+func TestGatewayKeyIdentity(t *testing.T) {
+	reqs := make(chan memory.Request, 1)
+	up := upstreamtest.New(t, nil)
+	keyed := identity.New([]identity.Key{{Hash: identity.HashKey("gw-key"), Tenant: "a"}, {Hash: identity.HashKey("gw-chooser"), Tenant: "b", ChooseTenant: true}})
+	g := mustGateway(t, up, func(c *gatewayConfig) { c.Upstream.APIKey = "sk-operator" }, Deps{Resolver: keyed, Preparer: injecting(reqs)})
+	const msgs = `"messages":[{"role":"user","content":"hi"}]`
+	withUser := `{"model":"gpt-4o","user":"John Smith",` + msgs + `}`
+	for _, tc := range []struct {
+		name   string
+		body   string
+		header map[string]string
+		want   memory.Identity
+		mode   memory.Mode
+	}{
+		{"body user", withUser, nil, memory.Identity{Tenant: "a", User: memory.BodyUserID("John Smith")}, memory.ModeOn},
+		{"body id", `{"model":"gpt-4o","user":"john",` + msgs + `}`, nil, memory.Identity{Tenant: "a", User: "john"}, memory.ModeOn},
+		{"header user over the body's", withUser, map[string]string{"X-Memory-User": "ana"}, memory.Identity{Tenant: "a", User: "ana"}, memory.ModeOn},
+		{"header user, no body user", `{"model":"gpt-4o",` + msgs + `}`, map[string]string{"X-Memory-User": "ana"}, memory.Identity{Tenant: "a", User: "ana"}, memory.ModeOn},
+		{"conversation and mode", withUser, map[string]string{"X-Memory-Conversation": "trip", "X-Memory-Mode": "read"},
+			memory.Identity{Tenant: "a", User: memory.BodyUserID("John Smith"), Conversation: "trip"}, memory.ModeRead},
+		{"chosen tenant", withUser, map[string]string{"Authorization": "Bearer gw-chooser", "X-Memory-Tenant": "c"},
+			memory.Identity{Tenant: "c", User: memory.BodyUserID("John Smith")}, memory.ModeOn},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := map[string]string{"Authorization": "Bearer gw-key"}
+			for k, v := range tc.header {
+				h[k] = v
+			}
+			resp, b := g.post(t, "/v1/chat/completions", tc.body, h)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			req := wait(t, reqs, "Prepare")
+			got := req.Identity
+			if tc.want.Conversation == "" {
+				got.Conversation = "" // derived from the history
+			}
+			if got != tc.want || req.Mode != tc.mode {
+				t.Errorf("identity %+v, mode %q; want %+v, %q", req.Identity, req.Mode, tc.want, tc.mode)
+			}
+		})
+	}
+
+	for _, tc := range []struct {
+		name   string
+		header map[string]string
+		status int
+	}{
+		{"bad user header", map[string]string{"X-Memory-User": "John Smith"}, http.StatusBadRequest},
+		{"repeated conversation header", map[string]string{"X-Memory-Conversation": "a,b"}, http.StatusBadRequest},
+		{"bad mode", map[string]string{"X-Memory-Mode": "sometimes"}, http.StatusBadRequest},
+		{"tenant not the key's", map[string]string{"X-Memory-Tenant": "c"}, http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wb := &watchedBody{r: strings.NewReader(withUser)}
+			req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", wb)
+			req.ContentLength = int64(len(withUser))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer gw-key")
+			for k, v := range tc.header {
+				req.Header.Set(k, v)
+			}
+			rec := httptest.NewRecorder()
+			g.srv.Handler().ServeHTTP(rec, req)
+			if rec.Code != tc.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, tc.status, rec.Body)
+			}
+			if wb.read.Load() {
+				t.Fatal("the body of a request refused by its headers was read")
+			}
+		})
+	}
+}

@@ -186,12 +186,19 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 			return nil
 		}
 		x := server.ExchangeOf(r.Context())
-		if p.requireKey() {
+		var (
+			id   memory.Identity
+			mode memory.Mode
+		)
+		keyed := p.requireKey()
+		if keyed {
 			// The key is in the headers: a request without a valid one
 			// is refused before its body (up to MaxBodyBytes, read for
 			// up to bodyReadTimeout) takes any of the gateway's memory.
-			// The body's user only names the user, checked below.
-			if _, _, aerr := p.identify(r, ""); aerr != nil {
+			// The headers are resolved once, here; the body's user only
+			// names the user when no header does (below).
+			var aerr *apierr.Error
+			if id, mode, aerr = p.identify(r, ""); aerr != nil {
 				return fail(aerr)
 			}
 		}
@@ -206,8 +213,9 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		if aerr != nil {
 			return fail(aerr)
 		}
-		id, mode, aerr := p.identify(r, req.User)
-		if aerr != nil {
+		if keyed {
+			id = identity.WithBodyUser(id, req.User)
+		} else if id, mode, aerr = p.identify(r, req.User); aerr != nil {
 			return fail(aerr)
 		}
 		// The user's key in the prints of their exchanges, read by the
