@@ -160,12 +160,9 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	// those it kept (below), so a turn the window cannot hold — older in
 	// a long chat, or behind a message larger than the window — is
 	// recalled instead of left out of both.
+	inPrompt := newPromptTurns(req.Conversation, conv[from:], ld.resent, ld.summary != nil)
 	dropped := 0
-	shownFrom := func(dropped int) []memory.Message {
-		out := make([]memory.Message, 0, len(offered)-dropped+len(current))
-		return append(append(out, offered[dropped:]...), current...)
-	}
-	keep := recallFilter(req, shownFrom(0), ld.resent, ld.summary != nil)
+	keep := inPrompt.recallFilter(dropped)
 	// A turn that asks nothing keeps recall to its statement share and is
 	// not filled (FillAsked): its prompt's volatile end stays small.
 	asked := a.opts.FillWhen != FillAsked || currentAsks(current)
@@ -315,15 +312,19 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 			}
 		}
 		// The passages were chosen for a filter that took the turns the
-		// window just dropped as shown: choose again with those turns
-		// recallable. The window hardly moves for it (it is sized by
-		// what recall may take, not by what it took), so one pass
-		// settles it; refilters bounds the passes a window that keeps
-		// moving could take.
+		// window just dropped as shown: when that changes what a recalled
+		// passage shows, choose again with those turns recallable. The
+		// window hardly moves for it (it is sized by what recall may
+		// take, not by what it took), so one pass settles it; refilters
+		// bounds the passes a window that keeps moving could take.
 		if d := len(offered) - len(kept); d != dropped && refilters < maxRefilters {
-			dropped, keep, pc = d, recallFilter(req, shownFrom(d), ld.resent, ld.summary != nil), nil
-			refilters++
-			continue
+			moved := inPrompt.touch(ld.items, min(d, dropped), max(d, dropped))
+			dropped, keep = d, inPrompt.recallFilter(d)
+			if moved {
+				pc = nil
+				refilters++
+				continue
+			}
 		}
 		if withSummary || len(kept) == len(candidates) || ld.summary == nil { // from > 0: never all
 			break
@@ -499,51 +500,6 @@ func currentStart(conv []memory.Message, historyLen int, rest []memory.Message) 
 		}
 	}
 	return start
-}
-
-// maxRefilters bounds the passes assembleWindow makes to choose the
-// passages again for the turns the recent turns' window dropped (one
-// settles it unless the window keeps moving with the block's size).
-const maxRefilters = 2
-
-// recallFilter returns what a recalled item shows in the prompt, and
-// whether it is shown at all: not when it is one of the messages already in
-// the prompt (shown: the recent turns and the current turn, by stored key
-// — theirs, or of the stored messages the client resends, resent — or by
-// text), nor, when the summary is loaded, a summary of this conversation.
-// A passage shows none of the turns in the prompt: it is left out when all
-// its hits are, else shown without those turns (inView), so the tokens
-// they would repeat go to other passages. A turn not in shown is not in
-// the prompt, and a passage may show it.
-func recallFilter(req memory.Request, shown []memory.Message, resent []string, haveSummary bool) func(memory.Item) (memory.Item, bool) {
-	keys := make(map[string]bool, len(shown)+len(resent))
-	for _, m := range shown {
-		if m.Key != "" {
-			keys[m.Key] = true
-		}
-	}
-	for _, k := range resent {
-		keys[k] = true
-	}
-	texts := make(map[string]bool, len(shown))
-	for _, m := range shown {
-		// A reply as a client resent it, and as it is indexed: without
-		// the reasoning block it opened with.
-		texts[strings.TrimSpace(m.Content)] = true
-		texts[strings.TrimSpace(m.Answer())] = true
-	}
-	return func(it memory.Item) (memory.Item, bool) {
-		switch {
-		case it.Kind == "message" && keys[it.Ref]:
-			return it, false
-		case it.Kind == "summary" && haveSummary && it.Conversation == req.Conversation:
-			return it, false
-		case texts[strings.TrimSpace(it.Text)]:
-			return it, false
-		}
-		here := it.Conversation == req.Conversation
-		return inView(it, func(t memory.PassageTurn) bool { return (here && keys[t.Key]) || texts[t.Whole] })
-	}
 }
 
 // inView returns passage it without the turns shown reports in the prompt
