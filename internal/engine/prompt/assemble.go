@@ -154,8 +154,15 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 	}
 	room := budget - fixed
 	// The turns before the anchor are never in the prompt: a passage
-	// repeating one of them is not filtered as shown.
-	keep := recallFilter(req, conv[from:], history, ld.resent, ld.summary != nil)
+	// repeating one of them is not filtered as shown. Nor are those the
+	// recent turns' window drops: the filter first takes every offered
+	// turn as shown (dropped 0), then, once the window is known, only
+	// those it kept (below), so a turn the window cannot hold — older in
+	// a long chat, or behind a message larger than the window — is
+	// recalled instead of left out of both.
+	inPrompt := newPromptTurns(req.Conversation, conv[from:], ld.resent, ld.summary != nil)
+	dropped := 0
+	keep := inPrompt.recallFilter(dropped)
 	// A turn that asks nothing keeps recall to its statement share and is
 	// not filled (FillAsked): its prompt's volatile end stays small.
 	asked := a.opts.FillWhen != FillAsked || currentAsks(current)
@@ -257,6 +264,9 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 		blocksFrom int
 		// window is the recent turns' window, step what it moves by.
 		window, step int
+		// refilters counts the passes that chose the passages again for
+		// the turns the window dropped.
+		refilters int
 	)
 	for pass := 0; ; pass++ {
 		if pc == nil {
@@ -298,6 +308,21 @@ func (a *Assembler) assembleWindow(req memory.Request, system, rest []memory.Mes
 			}
 			if shown.Len() > 0 {
 				inBlocks, pc = shown.String(), nil
+				continue
+			}
+		}
+		// The passages were chosen for a filter that took the turns the
+		// window just dropped as shown: when that changes what a recalled
+		// passage shows, choose again with those turns recallable. The
+		// window hardly moves for it (it is sized by what recall may
+		// take, not by what it took), so one pass settles it; refilters
+		// bounds the passes a window that keeps moving could take.
+		if d := len(offered) - len(kept); d != dropped && refilters < maxRefilters {
+			moved := inPrompt.touch(ld.items, min(d, dropped), max(d, dropped))
+			dropped, keep = d, inPrompt.recallFilter(d)
+			if moved {
+				pc = nil
+				refilters++
 				continue
 			}
 		}
@@ -475,45 +500,6 @@ func currentStart(conv []memory.Message, historyLen int, rest []memory.Message) 
 		}
 	}
 	return start
-}
-
-// recallFilter returns what a recalled item shows in the prompt, and
-// whether it is shown at all: not when it is one of the messages already in
-// the prompt (conv, by stored key — of history, or of the stored messages
-// the client resends, resent — or by text), nor, when the summary is
-// loaded, a summary of this conversation. A passage shows none of the
-// turns in the prompt: it is left out when all its hits are, else shown
-// without those turns (inView), so the tokens they would repeat go to
-// other passages.
-func recallFilter(req memory.Request, conv, history []memory.Message, resent []string, haveSummary bool) func(memory.Item) (memory.Item, bool) {
-	keys := make(map[string]bool, len(history)+len(resent))
-	for _, m := range history {
-		if m.Key != "" {
-			keys[m.Key] = true
-		}
-	}
-	for _, k := range resent {
-		keys[k] = true
-	}
-	texts := make(map[string]bool, len(conv))
-	for _, m := range conv {
-		// A reply as a client resent it, and as it is indexed: without
-		// the reasoning block it opened with.
-		texts[strings.TrimSpace(m.Content)] = true
-		texts[strings.TrimSpace(m.Answer())] = true
-	}
-	return func(it memory.Item) (memory.Item, bool) {
-		switch {
-		case it.Kind == "message" && keys[it.Ref]:
-			return it, false
-		case it.Kind == "summary" && haveSummary && it.Conversation == req.Conversation:
-			return it, false
-		case texts[strings.TrimSpace(it.Text)]:
-			return it, false
-		}
-		here := it.Conversation == req.Conversation
-		return inView(it, func(t memory.PassageTurn) bool { return (here && keys[t.Key]) || texts[t.Whole] })
-	}
 }
 
 // inView returns passage it without the turns shown reports in the prompt
