@@ -75,6 +75,8 @@ type exchangeCapture struct {
 	// background: the request asked for a background response, which
 	// goes on when its stream is cut off (pending.go).
 	background bool
+	// noTools: the request offered no tools (memory.Request.NoTools).
+	noTools bool
 	// stream is set once a 2xx event stream arrived.
 	stream *tee
 	// done is set once the exchange was handed on or given up.
@@ -91,7 +93,7 @@ type exchangeCapture struct {
 // is and not captured.
 func (c *exchangeCapture) attach(ctx context.Context, resp *http.Response, undecoded error) error {
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
-		c.stream = newTee(c.api.stream())
+		c.stream = newTee(c.replyStream())
 		resp.Body = &teeBody{ReadCloser: resp.Body, t: c.stream, endLine: c.api.streamEnd,
 			onEnd: func() { c.end(ctx) }, onUndecodable: c.undecodable}
 		return nil
@@ -130,6 +132,14 @@ func (c *exchangeCapture) attach(ctx context.Context, resp *http.Response, undec
 		c.p.addDegraded(resp.Header, c.x, memory.DegradedCapture)
 	}
 	return nil
+}
+
+// replyStream returns the reassembler of the exchange's streamed reply.
+func (c *exchangeCapture) replyStream() replyStream {
+	if c.noTools && !c.background && c.api.toollessStream != nil {
+		return c.api.toollessStream()
+	}
+	return c.api.stream()
 }
 
 // readCloser reads from Reader and closes Closer.

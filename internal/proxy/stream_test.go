@@ -127,18 +127,40 @@ func chatChunk(delta, finish string) string {
 // reads each back as relayed; cancel hangs the client up.
 func relayedStream(t *testing.T, events ...string) (g *gateway, feed *upstreamtest.Feed, captured chanCapturer, cancel context.CancelFunc) {
 	t.Helper()
+	raw := make([]string, len(events))
+	for i, e := range events {
+		raw[i] = "data: " + e + "\n\n"
+	}
+	return relayedStreamOn(t, "/v1/chat/completions", `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}`, raw...)
+}
+
+// relayedStreamOn is relayedStream for a request body to any API's path,
+// the events given as the upstream writes them (each up to its blank
+// line).
+func relayedStreamOn(t *testing.T, path, body string, events ...string) (g *gateway, feed *upstreamtest.Feed, captured chanCapturer, cancel context.CancelFunc) {
+	t.Helper()
 	feed = upstreamtest.NewFeed()
 	up := upstreamtest.New(t, feed)
 	captured = make(chanCapturer, 1)
-	g = mustGateway(t, up, nil, Deps{Resolver: identity.New(nil), Capturer: captured})
+	g = mustGateway(t, up, func(c *gatewayConfig) { c.Upstream.Anthropic.BaseURL = up.URL() },
+		Deps{Resolver: identity.New(nil), Capturer: captured})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	resp := g.streamRequest(t, ctx, map[string]string{"X-Memory-User": "alice"})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Memory-User", "alice")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("stream request: %v", err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
 	br := bufio.NewReader(resp.Body)
 	for _, e := range events {
-		feed.Send(t, e)
-		if got := readEvent(t, br); got != "data: "+e+"\n" {
-			t.Fatalf("event %q, want data: %s", got, e)
+		feed.SendRaw(t, e)
+		if got := readEvent(t, br) + "\n"; got != e {
+			t.Fatalf("event %q, want %q", got, e)
 		}
 	}
 	return g, feed, captured, cancel
@@ -190,5 +212,77 @@ func TestNoCaptureStartsAfterDrain(t *testing.T) {
 	g.waitMetric(t, `memgate_capture_skipped_total{reason="shutdown"} 1`)
 	if len(captured) != 0 {
 		t.Fatalf("a capture ran after the drain: %+v", <-captured)
+	}
+}
+
+// sseEvent is one event of a typed event stream (Anthropic's, the
+// Responses API's) as an upstream writes it.
+func sseEvent(typ, data string) string { return "event: " + typ + "\ndata: " + data + "\n\n" }
+
+// TestClientHangUpAfterAnswerStoresTurn: as on chat, a client that stops
+// reading an Anthropic or a Responses stream once it has the whole answer,
+// before the terminal event (a loop that breaks on message_delta's
+// stop_reason, on the message's output_text.done or output_item.done),
+// has its turn stored; one that hangs up before (a stop button), or, on
+// the Responses API, whose request offered tools (a function call may
+// follow the message until response.completed says otherwise), has
+// nothing stored.
+func TestClientHangUpAfterAnswerStoresTurn(t *testing.T) {
+	const (
+		anthropicBody = `{"model":"claude-sonnet-4-6","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+		responsesBody = `{"model":"gpt-4o","stream":true,"input":"hi"}`
+		withTools     = `{"model":"gpt-4o","stream":true,"input":"hi","tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{}}}]}`
+	)
+	anthropic := []string{
+		sseEvent("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-6","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}}`),
+		sseEvent("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`),
+		sseEvent("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"You like "}}`),
+		sseEvent("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"tea."}}`),
+		sseEvent("content_block_stop", `{"type":"content_block_stop","index":0}`),
+		sseEvent("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":4}}`),
+	}
+	responses := []string{
+		sseEvent("response.created", `{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","object":"response","status":"in_progress","output":[]}}`),
+		sseEvent("response.output_item.added", `{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"id":"msg_1","type":"message","status":"in_progress","role":"assistant","content":[]}}`),
+		sseEvent("response.content_part.added", `{"type":"response.content_part.added","sequence_number":2,"item_id":"msg_1","output_index":0,"content_index":0,"part":{"type":"output_text","text":"","annotations":[]}}`),
+		sseEvent("response.output_text.delta", `{"type":"response.output_text.delta","sequence_number":3,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"You like "}`),
+		sseEvent("response.output_text.delta", `{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"tea."}`),
+		sseEvent("response.output_text.done", `{"type":"response.output_text.done","sequence_number":5,"item_id":"msg_1","output_index":0,"content_index":0,"text":"You like tea."}`),
+		sseEvent("response.content_part.done", `{"type":"response.content_part.done","sequence_number":6,"item_id":"msg_1","output_index":0,"content_index":0,"part":{"type":"output_text","text":"You like tea.","annotations":[]}}`),
+		sseEvent("response.output_item.done", `{"type":"response.output_item.done","sequence_number":7,"output_index":0,"item":{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":"You like tea.","annotations":[]}]}}`),
+	}
+	for _, tt := range []struct {
+		name, path, body, route string
+		events                  []string
+		stored                  bool
+	}{
+		{"anthropic after stop_reason", "/v1/messages", anthropicBody, "messages", anthropic, true},
+		{"anthropic before stop_reason", "/v1/messages", anthropicBody, "messages", anthropic[:5], false},
+		{"responses after output_item.done", "/v1/responses", responsesBody, "responses", responses, true},
+		{"responses after output_text.done", "/v1/responses", responsesBody, "responses", responses[:6], true},
+		{"responses before output_text.done", "/v1/responses", responsesBody, "responses", responses[:5], false},
+		{"responses offering tools", "/v1/responses", withTools, "responses", responses, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g, feed, captured, cancel := relayedStreamOn(t, tt.path, tt.body, tt.events...)
+			cancel()
+			wait(t, feed.Canceled(), "upstream request to be cancelled")
+			g.waitMetric(t, `memgate_http_requests_total{route="`+tt.route+`",status="499"} 1`)
+			if !tt.stored {
+				g.p.Wait()
+				if len(captured) != 0 {
+					t.Fatalf("a reply not known whole was captured: %+v", <-captured)
+				}
+				return
+			}
+			ex := wait(t, captured, "the exchange to be captured")
+			if ex.User != "alice" || len(ex.Turn) != 1 || ex.Turn[0].Content != "hi" || ex.Reply.Content != "You like tea." {
+				t.Errorf("exchange: user %q, turn %+v, reply %+v", ex.User, ex.Turn, ex.Reply)
+			}
+			g.p.Wait()
+			if len(captured) != 0 {
+				t.Errorf("the exchange was captured twice: %+v", <-captured)
+			}
+		})
 	}
 }
