@@ -205,9 +205,10 @@ func (c *exchangeCapture) undecodable(err error) {
 // abandon ends a stream's capture when the relay was aborted (the client
 // hung up, or the upstream broke off) before the stream's body ended it. A
 // reply the API's reassembler holds whole is captured all the same (on a
-// goroutine that Proxy.Wait waits for): a chat client that stops reading
-// once it has the finish_reason, before the usage chunk or [DONE], hung up
-// with the whole answer, which is stored as it is when the upstream ends
+// goroutine that Proxy.Wait waits for): a client that stops reading once
+// it has the whole answer (chat's finish_reason, before the usage chunk or
+// [DONE]; Anthropic's stop_reason; a tool-less Responses request's message
+// done) hung up with it, and it is stored as it is when the upstream ends
 // the stream there. A reply cut off before that is dropped, uncounted: the
 // client chose to stop it; a background response's, which goes on at the
 // provider, is held until a GET returns it done (heldOn).
