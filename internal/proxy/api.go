@@ -22,6 +22,11 @@ type api struct {
 	reply func(body []byte) (memory.Message, *memory.Usage, error)
 	// stream returns a reassembler for a streamed reply.
 	stream func() replyStream
+	// toollessStream, when set, returns the reassembler for a streamed
+	// reply to a request that offered no tools (not a background
+	// response's, which goes on without its stream), whole once its
+	// message is.
+	toollessStream func() replyStream
 	// streamEnd reports whether a line of a streamed reply (without its
 	// line ending) begins the stream's terminal event, which is held back
 	// from the client until the exchange is stored; nil when the API has

@@ -75,6 +75,8 @@ type exchangeCapture struct {
 	// background: the request asked for a background response, which
 	// goes on when its stream is cut off (pending.go).
 	background bool
+	// noTools: the request offered no tools (memory.Request.NoTools).
+	noTools bool
 	// stream is set once a 2xx event stream arrived.
 	stream *tee
 	// done is set once the exchange was handed on or given up.
@@ -91,7 +93,7 @@ type exchangeCapture struct {
 // is and not captured.
 func (c *exchangeCapture) attach(ctx context.Context, resp *http.Response, undecoded error) error {
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
-		c.stream = newTee(c.api.stream())
+		c.stream = newTee(c.replyStream())
 		resp.Body = &teeBody{ReadCloser: resp.Body, t: c.stream, endLine: c.api.streamEnd,
 			onEnd: func() { c.end(ctx) }, onUndecodable: c.undecodable}
 		return nil
@@ -130,6 +132,14 @@ func (c *exchangeCapture) attach(ctx context.Context, resp *http.Response, undec
 		c.p.addDegraded(resp.Header, c.x, memory.DegradedCapture)
 	}
 	return nil
+}
+
+// replyStream returns the reassembler of the exchange's streamed reply.
+func (c *exchangeCapture) replyStream() replyStream {
+	if c.noTools && !c.background && c.api.toollessStream != nil {
+		return c.api.toollessStream()
+	}
+	return c.api.stream()
 }
 
 // readCloser reads from Reader and closes Closer.
@@ -195,9 +205,10 @@ func (c *exchangeCapture) undecodable(err error) {
 // abandon ends a stream's capture when the relay was aborted (the client
 // hung up, or the upstream broke off) before the stream's body ended it. A
 // reply the API's reassembler holds whole is captured all the same (on a
-// goroutine that Proxy.Wait waits for): a chat client that stops reading
-// once it has the finish_reason, before the usage chunk or [DONE], hung up
-// with the whole answer, which is stored as it is when the upstream ends
+// goroutine that Proxy.Wait waits for): a client that stops reading once
+// it has the whole answer (chat's finish_reason, before the usage chunk or
+// [DONE]; Anthropic's stop_reason; a tool-less Responses request's message
+// done) hung up with it, and it is stored as it is when the upstream ends
 // the stream there. A reply cut off before that is dropped, uncounted: the
 // client chose to stop it; a background response's, which goes on at the
 // provider, is held until a GET returns it done (heldOn).

@@ -325,7 +325,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 			if mode.Stores() && p.deps.Capturer != nil && !memory.Instructed(req.Messages) {
 				p.markUnstored(w.Header(), x, cut)
 				f.capture = &exchangeCapture{p: p, x: x, api: a, id: id, model: req.Model, cut: cut, msgs: req.Messages, at: at, received: received, transcript: tk, printsGen: tgen,
-					background: req.Background}
+					background: req.Background, noTools: req.NoTools}
 				if implied {
 					// A full-history chat's first turn, stored in the
 					// default conversation, joins the chat's derived

@@ -11,10 +11,11 @@ import (
 // OpenAI's shape.
 func responsesAPI(up *target) *api {
 	return &api{
-		name:   dialect.Responses,
-		up:     up,
-		reply:  responses.ReplyFromJSON,
-		stream: func() replyStream { return responses.NewStream(0) },
+		name:           dialect.Responses,
+		up:             up,
+		reply:          responses.ReplyFromJSON,
+		stream:         func() replyStream { return responses.NewStream(0) },
+		toollessStream: func() replyStream { return responses.NewToollessStream(0) },
 		streamEnd: func(line []byte) bool {
 			return sseField(line, "event", "response.completed") || sseField(line, "event", "response.incomplete")
 		},

@@ -19,6 +19,8 @@ type Stream struct {
 	blocks  map[int]*streamBlock
 	usage   usage
 	started bool
+	// stopped is set by message_delta's stop_reason, the reply's end (its
+	// final usage with it), or by message_stop.
 	stopped bool
 	failed  string // the error event's message, when one came
 	err     error
@@ -57,6 +59,7 @@ type streamEvent struct {
 		PartialJSON string `json:"partial_json"`
 		Thinking    string `json:"thinking"`
 		Signature   string `json:"signature"`
+		StopReason  string `json:"stop_reason"`
 	} `json:"delta"`
 	Usage *usage `json:"usage"`
 	Error *struct {
@@ -79,7 +82,7 @@ func (s *Stream) Write(p []byte) (int, error) { return s.dec.Write(p) }
 // event folds in one event: message_start (usage), content_block_start,
 // content_block_delta (text_delta, input_json_delta, thinking_delta,
 // signature_delta; citations_delta carries nothing chat keeps),
-// content_block_stop, message_delta (usage), message_stop, ping. An error
+// content_block_stop, message_delta (usage, stop_reason), message_stop, ping. An error
 // event marks the reply failed (see Result). It fails with
 // memory.ErrInvalid once the stream starts more than maxStreamBlocks
 // blocks.
@@ -129,6 +132,7 @@ func (s *Stream) event(ev sse.Event) error {
 		}
 	case "message_delta":
 		s.usage.merge(e.Usage)
+		s.stopped = s.stopped || e.Delta != nil && e.Delta.StopReason != ""
 	case "message_stop":
 		s.stopped = true
 	case "error":
@@ -145,15 +149,17 @@ func (s *Stream) event(ev sse.Event) error {
 // Result returns the reply reassembled — equal to what ReplyFromJSON reads
 // from the same answer given whole — and the usage. A stream the upstream
 // broke off with an error event returns what was streamed before it, marked
-// with memory.FailedField (as chat's StreamReply does). It fails when the
-// stream ended before message_stop without an error event, or exceeded the
-// limit.
+// with memory.FailedField (as chat's StreamReply does). The reply is whole
+// once message_delta gave its stop_reason: a stream read up to there (a
+// client that stopped reading at it) returns it as at message_stop. It
+// fails when the stream ended before both without an error event, or
+// exceeded the limit.
 func (s *Stream) Result() (memory.Message, *memory.Usage, error) {
 	if err := s.dec.Err(); err != nil {
 		return memory.Message{}, nil, fmt.Errorf("anthropic stream: %w", err)
 	}
 	if s.failed == "" && (!s.started || !s.stopped) {
-		return memory.Message{}, nil, fmt.Errorf("%w: stream ended before message_stop", memory.ErrInvalid)
+		return memory.Message{}, nil, fmt.Errorf("%w: stream ended before its stop_reason", memory.ErrInvalid)
 	}
 	idx := make([]int, 0, len(s.blocks))
 	for i := range s.blocks {

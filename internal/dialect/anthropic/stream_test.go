@@ -38,7 +38,11 @@ func TestStreamMatchesWholeReply(t *testing.T) {
 		t.Errorf("usage %+v", *wantUsage)
 	}
 	crlf := bytes.ReplaceAll(stream, []byte("\n"), []byte("\r\n"))
-	dialecttest.CheckStream(t, NewStream, map[string][]byte{"lf": stream, "crlf": crlf}, want, *wantUsage)
+	// The reply is whole at message_delta's stop_reason, which carries the
+	// final usage: a stream read up to it (a client that hung up there)
+	// reassembles the same reply.
+	atStop := stream[:bytes.Index(stream, []byte("event: message_stop"))]
+	dialecttest.CheckStream(t, NewStream, map[string][]byte{"lf": stream, "crlf": crlf, "ended at stop_reason": atStop}, want, *wantUsage)
 }
 
 // TestReplyFingerprintMatchesResentHistory: a reply the client sends back as

@@ -25,6 +25,9 @@ type Stream struct {
 	id     string // the response's id, from the first event naming it
 	failed string // why the response failed, when it did
 	err    error
+	// noTools: the request offered no tools, so its reply is whole once
+	// its message is (answered).
+	noTools bool
 }
 
 // maxStreamParts bounds the output items, texts and summaries of one
@@ -38,10 +41,13 @@ type streamItem struct {
 	item
 	done      bool // the item is whole: output_item.done arrived
 	texts     map[int]*strings.Builder
+	textsDone map[int]bool // the texts whose output_text.done arrived
 	refusal   strings.Builder
-	args      strings.Builder
-	sawArgs   bool
-	summaries map[int]*strings.Builder
+	// refusalDone: response.refusal.done arrived.
+	refusalDone bool
+	args        strings.Builder
+	sawArgs     bool
+	summaries   map[int]*strings.Builder
 }
 
 // streamEvent is the part of a stream event Stream reads.
@@ -67,6 +73,17 @@ func NewStream(limit int64) *Stream {
 	return s
 }
 
+// NewToollessStream returns a NewStream for the reply to a request that
+// offered no tools: such a reply is some reasoning and one message, whole
+// once that message is, before response.completed (see Result). A request
+// with tools may go on after its message (a function call after a
+// preamble), so its reply is whole only at the response's end.
+func NewToollessStream(limit int64) *Stream {
+	s := NewStream(limit)
+	s.noTools = true
+	return s
+}
+
 // Write feeds the next piece of the event stream.
 func (s *Stream) Write(p []byte) (int, error) { return s.dec.Write(p) }
 
@@ -79,7 +96,7 @@ func (s *Stream) ID() string { return s.id }
 func (s *Stream) at(i int) *streamItem {
 	it := s.items[i]
 	if it == nil {
-		it = &streamItem{texts: map[int]*strings.Builder{}, summaries: map[int]*strings.Builder{}}
+		it = &streamItem{texts: map[int]*strings.Builder{}, textsDone: map[int]bool{}, summaries: map[int]*strings.Builder{}}
 		if !s.hold() {
 			return it
 		}
@@ -141,9 +158,11 @@ func (s *Stream) event(ev sse.Event) error {
 		s.builder(s.at(e.OutputIndex).texts, e.ContentIndex).WriteString(e.Delta)
 	case "response.output_text.done":
 		if e.Text != nil {
-			b := s.builder(s.at(e.OutputIndex).texts, e.ContentIndex)
+			it := s.at(e.OutputIndex)
+			b := s.builder(it.texts, e.ContentIndex)
 			b.Reset()
 			b.WriteString(*e.Text)
+			it.textsDone[e.ContentIndex] = true
 		}
 	case "response.refusal.delta":
 		s.at(e.OutputIndex).refusal.WriteString(e.Delta)
@@ -152,6 +171,7 @@ func (s *Stream) event(ev sse.Event) error {
 			it := s.at(e.OutputIndex)
 			it.refusal.Reset()
 			it.refusal.WriteString(*e.Refusal)
+			it.refusalDone = true
 		}
 	case "response.function_call_arguments.delta":
 		it := s.at(e.OutputIndex)
@@ -249,10 +269,49 @@ func (it *streamItem) whole() item {
 	return out
 }
 
+// answered reports whether the stream, without its final response, holds
+// the whole reply of a request that offered no tools: a message whose
+// item, or every text (and refusal) of which, is done, and every other
+// item it opened done too (a reasoning item before it).
+func (s *Stream) answered() bool {
+	if !s.noTools {
+		return false
+	}
+	message := false
+	for _, it := range s.items {
+		switch {
+		case it.done:
+			message = message || it.Type == "message"
+		case it.Type == "message" && it.spoken():
+			message = true
+		default:
+			return false
+		}
+	}
+	return message
+}
+
+// spoken reports whether a message item's texts and refusal, one at
+// least, all got their done events.
+func (it *streamItem) spoken() bool {
+	if len(it.texts) == 0 && it.refusal.Len() == 0 && !it.refusalDone {
+		return false
+	}
+	for i := range it.texts {
+		if !it.textsDone[i] {
+			return false
+		}
+	}
+	return it.refusal.Len() == 0 || it.refusalDone
+}
+
 // Result returns the reply reassembled — equal to what ReplyFromJSON reads
 // from the same response given whole — and the usage. A stream that
 // carried response.failed or an error event returns what was streamed
 // before it, marked with memory.FailedField (as chat's StreamReply does).
+// A NewToollessStream's reply is whole, without usage, once its message
+// is (answered): a stream read up to there (a client that stopped reading
+// at the message's output_text.done or output_item.done) returns it.
 // It fails when the stream ended without response.completed or
 // response.incomplete and without such an event (with ErrNotDone too
 // when an event named the response: a background response goes on
@@ -261,10 +320,10 @@ func (s *Stream) Result() (memory.Message, *memory.Usage, error) {
 	if err := s.dec.Err(); err != nil {
 		return memory.Message{}, nil, fmt.Errorf("responses stream: %w", err)
 	}
-	if s.final == nil && s.failed == "" && s.id != "" {
-		return memory.Message{}, nil, fmt.Errorf("%w: %w: stream ended before response.completed", memory.ErrInvalid, ErrNotDone)
-	}
-	if s.final == nil && s.failed == "" {
+	if s.final == nil && s.failed == "" && !s.answered() {
+		if s.id != "" {
+			return memory.Message{}, nil, fmt.Errorf("%w: %w: stream ended before response.completed", memory.ErrInvalid, ErrNotDone)
+		}
 		return memory.Message{}, nil, fmt.Errorf("%w: stream ended before response.completed", memory.ErrInvalid)
 	}
 	var r response

@@ -134,3 +134,59 @@ func TestStreamBoundsParts(t *testing.T) {
 		}
 	}
 }
+
+// TestToollessStreamWholeAtItsMessage: the reply to a request that offered
+// no tools is whole once its message is (its output_item.done, or the
+// output_text.done of each of its texts), so a stream read up to there (a
+// client that stopped reading at it) reassembles the reply response.completed
+// would have given, without the usage; before, or for a request that
+// offered tools (a function call may follow the message), it is not whole.
+func TestToollessStreamWholeAtItsMessage(t *testing.T) {
+	ev := func(typ, data string) string { return "event: " + typ + "\ndata: " + data + "\n\n" }
+	stream := ev("response.created", `{"type":"response.created","response":{"id":"resp_1","object":"response","status":"in_progress","output":[]}}`) +
+		ev("response.output_item.added", `{"type":"response.output_item.added","output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[]}}`) +
+		ev("response.reasoning_summary_text.delta", `{"type":"response.reasoning_summary_text.delta","output_index":0,"summary_index":0,"delta":"Tea, said before."}`) +
+		ev("response.output_item.done", `{"type":"response.output_item.done","output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"Tea, said before."}]}}`) +
+		ev("response.output_item.added", `{"type":"response.output_item.added","output_index":1,"item":{"id":"msg_1","type":"message","status":"in_progress","role":"assistant","content":[]}}`) +
+		ev("response.content_part.added", `{"type":"response.content_part.added","output_index":1,"content_index":0,"part":{"type":"output_text","text":"","annotations":[]}}`) +
+		ev("response.output_text.delta", `{"type":"response.output_text.delta","output_index":1,"content_index":0,"delta":"You like "}`) +
+		ev("response.output_text.delta", `{"type":"response.output_text.delta","output_index":1,"content_index":0,"delta":"tea."}`) +
+		ev("response.output_text.done", `{"type":"response.output_text.done","output_index":1,"content_index":0,"text":"You like tea."}`) +
+		ev("response.content_part.done", `{"type":"response.content_part.done","output_index":1,"content_index":0,"part":{"type":"output_text","text":"You like tea.","annotations":[]}}`) +
+		ev("response.output_item.done", `{"type":"response.output_item.done","output_index":1,"item":{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":"You like tea.","annotations":[]}]}}`) +
+		ev("response.completed", `{"type":"response.completed","response":{"id":"resp_1","object":"response","status":"completed","output":[{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"Tea, said before."}]},{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":"You like tea.","annotations":[]}]}],"usage":{"input_tokens":9,"output_tokens":4}}}`)
+	upTo := func(marker string, nth int) []byte {
+		i := -1
+		for range nth {
+			i += 1 + strings.Index(stream[i+1:], marker)
+		}
+		return []byte(stream[:i])
+	}
+	whole, usage, err := dialecttest.Feed(NewToollessStream(0), []byte(stream), 64).Result()
+	if err != nil || usage == nil {
+		t.Fatalf("whole stream: %v, usage %v", err, usage)
+	}
+	if want := `{"role":"assistant","content":"You like tea.","reasoning_content":"Tea, said before."}`; string(whole.Raw) != want {
+		t.Fatalf("whole stream: %s, want %s", whole.Raw, want)
+	}
+	for _, tt := range []struct {
+		name      string
+		newStream func(int64) *Stream
+		stream    []byte
+		whole     bool
+	}{
+		{"up to response.completed", NewToollessStream, upTo("event: response.completed", 1), true},
+		{"up to the message's output_item.done", NewToollessStream, upTo("event: response.output_item.done", 2), true},
+		{"up to the message's output_text.delta", NewToollessStream, upTo("event: response.output_text.done", 1), false},
+		{"up to the reasoning's output_item.done", NewToollessStream, upTo("event: response.output_item.added", 2), false},
+		{"offering tools, up to response.completed", NewStream, upTo("event: response.completed", 1), false},
+	} {
+		msg, u, err := dialecttest.Feed(tt.newStream(0), tt.stream, 7).Result()
+		switch {
+		case tt.whole && (err != nil || string(msg.Raw) != string(whole.Raw) || u != nil):
+			t.Errorf("%s: Result %s, usage %v, %v; want %s without usage", tt.name, msg.Raw, u, err, whole.Raw)
+		case !tt.whole && !errors.Is(err, memory.ErrInvalid):
+			t.Errorf("%s: Result %s, %v; want memory.ErrInvalid", tt.name, msg.Raw, err)
+		}
+	}
+}
