@@ -75,7 +75,8 @@ func TestParse(t *testing.T) {
 }
 
 // TestParseNoTools: each API's request reports whether it declares tools
-// (a non-empty tools array, or chat's legacy functions) to the memory core
+// (a non-empty tools array, chat's legacy functions, or a Responses stored
+// prompt, which may carry tools) to the memory core
 // (memory.Request.NoTools), which replays no stored tool turn to one that
 // does not.
 func TestParseNoTools(t *testing.T) {
@@ -101,6 +102,8 @@ func TestParseNoTools(t *testing.T) {
 		{"messages with no tools", Messages, `{` + claudeMsg + `,"tools":[]}`, true},
 		{"responses without tools", Responses, `{"model":"gpt-4.1","input":"hi"}`, true},
 		{"responses with tools", Responses, `{"model":"gpt-4.1",` + respTool + `,"input":"hi"}`, false},
+		{"responses naming a stored prompt", Responses, `{"model":"gpt-4.1","prompt":{"id":"pmpt_1"},"input":"hi"}`, false},
+		{"responses with a null prompt", Responses, `{"model":"gpt-4.1","prompt":null,"input":"hi"}`, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

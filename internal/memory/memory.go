@@ -484,7 +484,8 @@ type Request struct {
 	// conversation (Prepared.Degraded names DegradedNewChat).
 	AskNewChat func(ctx context.Context) (bool, error)
 	// NoTools is true when the request declares no tools (Chat Completions:
-	// no tools nor functions; Anthropic Messages and Responses: no tools).
+	// no tools nor functions; Anthropic Messages: no tools; Responses: no
+	// tools nor a stored prompt, which may carry tools).
 	// Stored turns are then replayed without their tool calls and tool
 	// results (an assistant message keeps its text): some upstreams (AWS
 	// Bedrock, Anthropic at times) reject tool-use blocks in a request

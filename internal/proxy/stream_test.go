@@ -189,18 +189,20 @@ func sseEvent(typ, data string) string { return "event: " + typ + "\ndata: " + d
 // stream once it has the whole answer, before the terminal event the
 // gateway holds back (an SDK loop that breaks on chat's finish_reason,
 // before the usage chunk or [DONE]; on Anthropic's message_delta
-// stop_reason; on the Responses message's output_text.done or
+// stop_reason; on the Responses message's content_part.done or
 // output_item.done), hangs up with the whole reply in hand: the turn is
 // stored, once, as it is when the upstream ends the stream there. One
 // that hangs up before (a stop button), or, on the Responses API, whose
-// request offered tools (a function call may follow the message until
-// response.completed), has nothing stored.
+// request offered tools or named a stored prompt (which may carry tools:
+// a function call may follow the message until response.completed), has
+// nothing stored.
 func TestClientHangUpAfterAnswerStoresTurn(t *testing.T) {
 	const (
 		chatBody      = `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}`
 		anthropicBody = `{"model":"claude-sonnet-4-6","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
 		responsesBody = `{"model":"gpt-4o","stream":true,"input":"hi"}`
 		withTools     = `{"model":"gpt-4o","stream":true,"input":"hi","tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{}}}]}`
+		withPrompt    = `{"model":"gpt-4o","stream":true,"input":"hi","prompt":{"id":"pmpt_1"}}`
 	)
 	anthropic := []string{
 		sseEvent("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-6","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}}`),
@@ -235,9 +237,11 @@ func TestClientHangUpAfterAnswerStoresTurn(t *testing.T) {
 		{"anthropic after stop_reason", "/v1/messages", anthropicBody, "messages", anthropic, true},
 		{"anthropic before stop_reason", "/v1/messages", anthropicBody, "messages", anthropic[:5], false},
 		{"responses after output_item.done", "/v1/responses", responsesBody, "responses", responses, true},
-		{"responses after output_text.done", "/v1/responses", responsesBody, "responses", responses[:6], true},
+		{"responses after content_part.done", "/v1/responses", responsesBody, "responses", responses[:7], true},
+		{"responses before content_part.done", "/v1/responses", responsesBody, "responses", responses[:6], false},
 		{"responses before output_text.done", "/v1/responses", responsesBody, "responses", responses[:5], false},
 		{"responses offering tools", "/v1/responses", withTools, "responses", responses, false},
+		{"responses naming a stored prompt", "/v1/responses", withPrompt, "responses", responses, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g, feed, captured, cancel := relayedStreamOn(t, tt.path, tt.body, tt.events...)

@@ -22,6 +22,9 @@ type item struct {
 	Summary   []struct {
 		Text string `json:"text"`
 	} `json:"summary"`
+	// Phase is an assistant message's: "commentary" (a preamble, more
+	// output follows) or "final_answer"; "" from models that set none.
+	Phase string `json:"phase"`
 }
 
 // kind is the item's type; a typeless item with a role is a message.

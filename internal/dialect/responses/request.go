@@ -42,8 +42,9 @@ type Request struct {
 	// (background: true): the reply, whole, is the response queued, its
 	// answer to be fetched later (GET /v1/responses/{id}).
 	Background bool
-	// NoTools is true when the body declares no tools (tools is not a
-	// non-empty array; memory.Request.NoTools).
+	// NoTools is true when the body declares no tools: tools is not a
+	// non-empty array and it names no stored prompt (prompt), which may
+	// carry tools of its own (memory.Request.NoTools).
 	NoTools bool
 	// Conversation holds the conversation in chat format for the memory
 	// core: instructions as a system message (origin -1), then the input
@@ -133,8 +134,9 @@ func parseRequest(b []byte, create bool) (*Request, error) {
 		r.ConversationID, repeated = conversationID(c)
 		r.repeat("conversation", repeated)
 	}
-	r.NoTools = !body.NonEmptyArray(obj.Get("tools"))
-	if !r.NoTools {
+	tools := body.NonEmptyArray(obj.Get("tools"))
+	r.NoTools = !tools && !obj.Has("prompt")
+	if tools {
 		r.readContainers(obj.Get("tools"))
 	}
 	if err := r.readInstructions(); err != nil {

@@ -17,8 +17,9 @@ import (
 type Stream struct {
 	dec   *sse.Decoder
 	items map[int]*streamItem
-	// parts counts the items and the text and summary builders held;
-	// over marks a stream that went past maxStreamParts.
+	// parts counts the items, the text and summary builders and the
+	// content parts held; over marks a stream that went past
+	// maxStreamParts.
 	parts  int
 	over   bool
 	final  *response
@@ -39,10 +40,12 @@ const maxStreamParts = 4096
 // streamItem is an output item being reassembled from its events.
 type streamItem struct {
 	item
-	done      bool // the item is whole: output_item.done arrived
-	texts     map[int]*strings.Builder
-	textsDone map[int]bool // the texts whose output_text.done arrived
-	refusal   strings.Builder
+	done  bool // the item is whole: output_item.done arrived
+	texts map[int]*strings.Builder
+	// contentDone holds a message's content parts by index, each added
+	// (false) or done (true: content_part.done arrived).
+	contentDone map[int]bool
+	refusal     strings.Builder
 	// refusalDone: response.refusal.done arrived.
 	refusalDone bool
 	args        strings.Builder
@@ -75,9 +78,11 @@ func NewStream(limit int64) *Stream {
 
 // NewToollessStream returns a NewStream for the reply to a request that
 // offered no tools: such a reply is some reasoning and one message, whole
-// once that message is, before response.completed (see Result). A request
-// with tools may go on after its message (a function call after a
-// preamble), so its reply is whole only at the response's end.
+// once that message is, before response.completed (see Result), unless
+// the message is a preamble (phase "commentary"), which more output
+// follows. A request with tools may go on after its message (a function
+// call after a preamble), so its reply is whole only at the response's
+// end.
 func NewToollessStream(limit int64) *Stream {
 	s := NewStream(limit)
 	s.noTools = true
@@ -96,7 +101,7 @@ func (s *Stream) ID() string { return s.id }
 func (s *Stream) at(i int) *streamItem {
 	it := s.items[i]
 	if it == nil {
-		it = &streamItem{texts: map[int]*strings.Builder{}, textsDone: map[int]bool{}, summaries: map[int]*strings.Builder{}}
+		it = &streamItem{texts: map[int]*strings.Builder{}, contentDone: map[int]bool{}, summaries: map[int]*strings.Builder{}}
 		if !s.hold() {
 			return it
 		}
@@ -130,14 +135,15 @@ func (s *Stream) hold() bool {
 	return true
 }
 
-// event folds in one event: output items as added, their text, refusal,
-// argument and reasoning-summary deltas and done events, the whole item at
-// response.output_item.done, and the final response (usage, and its output
-// when the provider includes it) at response.completed or
-// response.incomplete. response.failed and error mark the reply failed
-// (see Result); other events (created, in_progress, content_part.*) carry
-// nothing more. It fails with memory.ErrInvalid once the stream opens more
-// than maxStreamParts items, texts and summaries.
+// event folds in one event: output items as added, their content parts
+// as added and done, their text, refusal, argument and reasoning-summary
+// deltas and done events, the whole item at response.output_item.done,
+// and the final response (usage, and its output when the provider
+// includes it) at response.completed or response.incomplete.
+// response.failed and error mark the reply failed (see Result); other
+// events (created, in_progress) carry nothing more. It fails with
+// memory.ErrInvalid once the stream opens more than maxStreamParts items,
+// texts, summaries and content parts.
 func (s *Stream) event(ev sse.Event) error {
 	var e streamEvent
 	if err := json.Unmarshal(ev.Data, &e); err != nil {
@@ -154,6 +160,11 @@ func (s *Stream) event(ev sse.Event) error {
 		it := s.at(e.OutputIndex)
 		it.item = *e.Item
 		it.done = e.Type == "response.output_item.done"
+	case "response.content_part.added", "response.content_part.done":
+		it := s.at(e.OutputIndex)
+		if _, ok := it.contentDone[e.ContentIndex]; ok || s.hold() {
+			it.contentDone[e.ContentIndex] = it.contentDone[e.ContentIndex] || e.Type == "response.content_part.done"
+		}
 	case "response.output_text.delta":
 		s.builder(s.at(e.OutputIndex).texts, e.ContentIndex).WriteString(e.Delta)
 	case "response.output_text.done":
@@ -162,7 +173,6 @@ func (s *Stream) event(ev sse.Event) error {
 			b := s.builder(it.texts, e.ContentIndex)
 			b.Reset()
 			b.WriteString(*e.Text)
-			it.textsDone[e.ContentIndex] = true
 		}
 	case "response.refusal.delta":
 		s.at(e.OutputIndex).refusal.WriteString(e.Delta)
@@ -270,35 +280,39 @@ func (it *streamItem) whole() item {
 }
 
 // answered reports whether the stream, without its final response, holds
-// the whole reply of a request that offered no tools: a message whose
-// item, or every text (and refusal) of which, is done, and every other
-// item it opened done too (a reasoning item before it).
+// the whole reply of a request that offered no tools: a message, not a
+// preamble (phase "commentary"), whose item is done or every content
+// part of which is (spoken), and every other item it opened done too (a
+// reasoning item, or a preamble, before it).
 func (s *Stream) answered() bool {
 	if !s.noTools {
 		return false
 	}
-	message := false
+	answer := false
 	for _, it := range s.items {
-		switch {
-		case it.done:
-			message = message || it.Type == "message"
-		case it.Type == "message" && it.spoken():
-			message = true
-		default:
+		if !it.done && !(it.Type == "message" && it.spoken()) {
+			return false
+		}
+		answer = answer || it.Type == "message" && (it.Phase == "" || it.Phase == "final_answer")
+	}
+	return answer
+}
+
+// spoken reports whether a message item's content parts, one at least,
+// all got their content_part.done, its texts among them, and its refusal
+// its done event: a part added and not done (a second text still to
+// come) leaves the message unfinished.
+func (it *streamItem) spoken() bool {
+	if len(it.contentDone) == 0 {
+		return false
+	}
+	for _, done := range it.contentDone {
+		if !done {
 			return false
 		}
 	}
-	return message
-}
-
-// spoken reports whether a message item's texts and refusal, one at
-// least, all got their done events.
-func (it *streamItem) spoken() bool {
-	if len(it.texts) == 0 && it.refusal.Len() == 0 && !it.refusalDone {
-		return false
-	}
 	for i := range it.texts {
-		if !it.textsDone[i] {
+		if !it.contentDone[i] {
 			return false
 		}
 	}
@@ -311,7 +325,7 @@ func (it *streamItem) spoken() bool {
 // before it, marked with memory.FailedField (as chat's StreamReply does).
 // A NewToollessStream's reply is whole, without usage, once its message
 // is (answered): a stream read up to there (a client that stopped reading
-// at the message's output_text.done or output_item.done) returns it.
+// at the message's content_part.done or output_item.done) returns it.
 // It fails when the stream ended without response.completed or
 // response.incomplete and without such an event (with ErrNotDone too
 // when an event named the response: a background response goes on

@@ -137,7 +137,7 @@ func TestStreamBoundsParts(t *testing.T) {
 
 // TestToollessStreamWholeAtItsMessage: the reply to a request that offered
 // no tools is whole once its message is (its output_item.done, or the
-// output_text.done of each of its texts), so a stream read up to there (a
+// content_part.done of each of its parts), so a stream read up to there (a
 // client that stopped reading at it) reassembles the reply response.completed
 // would have given, without the usage; before, or for a request that
 // offered tools (a function call may follow the message), it is not whole.
@@ -177,7 +177,8 @@ func TestToollessStreamWholeAtItsMessage(t *testing.T) {
 	}{
 		{"up to response.completed", NewToollessStream, upTo("event: response.completed", 1), true},
 		{"up to the message's output_item.done", NewToollessStream, upTo("event: response.output_item.done", 2), true},
-		{"up to the message's output_text.delta", NewToollessStream, upTo("event: response.output_text.done", 1), false},
+		{"up to the message's content_part.done", NewToollessStream, upTo("event: response.content_part.done", 1), false},
+		{"up to the message's output_text.done", NewToollessStream, upTo("event: response.output_text.done", 1), false},
 		{"up to the reasoning's output_item.done", NewToollessStream, upTo("event: response.output_item.added", 2), false},
 		{"offering tools, up to response.completed", NewStream, upTo("event: response.completed", 1), false},
 	} {
@@ -188,5 +189,52 @@ func TestToollessStreamWholeAtItsMessage(t *testing.T) {
 		case !tt.whole && !errors.Is(err, memory.ErrInvalid):
 			t.Errorf("%s: Result %s, %v; want memory.ErrInvalid", tt.name, msg.Raw, err)
 		}
+	}
+}
+
+// TestToollessStreamNotWholeBeforeItsAnswer: a tool-less reply is not
+// whole at a message with a content part still open (a second text to
+// come after the first's done events) nor at a preamble (phase
+// "commentary", which more output follows), only at a message that is
+// the answer (phase "final_answer", or none) with every part done.
+func TestToollessStreamNotWholeBeforeItsAnswer(t *testing.T) {
+	ev := func(typ, data string) string { return "event: " + typ + "\ndata: " + data + "\n\n" }
+	created := ev("response.created", `{"type":"response.created","response":{"id":"resp_1","object":"response","status":"in_progress","output":[]}}`)
+	added := func(out int, phase string) string {
+		return ev("response.output_item.added", fmt.Sprintf(`{"type":"response.output_item.added","output_index":%d,"item":{"id":"msg_%[1]d","type":"message",%s"status":"in_progress","role":"assistant","content":[]}}`, out, phase))
+	}
+	text := func(out, part int, s string) string {
+		return ev("response.content_part.added", fmt.Sprintf(`{"type":"response.content_part.added","output_index":%d,"content_index":%d,"part":{"type":"output_text","text":""}}`, out, part)) +
+			ev("response.output_text.delta", fmt.Sprintf(`{"type":"response.output_text.delta","output_index":%d,"content_index":%d,"delta":%q}`, out, part, s)) +
+			ev("response.output_text.done", fmt.Sprintf(`{"type":"response.output_text.done","output_index":%d,"content_index":%d,"text":%q}`, out, part, s)) +
+			ev("response.content_part.done", fmt.Sprintf(`{"type":"response.content_part.done","output_index":%d,"content_index":%d,"part":{"type":"output_text","text":%q}}`, out, part, s))
+	}
+	itemDone := func(out int, phase, s string) string {
+		return ev("response.output_item.done", fmt.Sprintf(`{"type":"response.output_item.done","output_index":%d,"item":{"id":"msg_%[1]d","type":"message",%s"status":"completed","role":"assistant","content":[{"type":"output_text","text":%q}]}}`, out, phase, s))
+	}
+	const commentary, final = `"phase":"commentary",`, `"phase":"final_answer",`
+	for _, tt := range []struct {
+		name   string
+		stream string
+		want   string // the reply's content; "" when not whole
+	}{
+		{"second part added", created + added(0, "") + text(0, 0, "Part one.") +
+			ev("response.content_part.added", `{"type":"response.content_part.added","output_index":0,"content_index":1,"part":{"type":"output_text","text":""}}`), ""},
+		{"second part done", created + added(0, "") + text(0, 0, "Part one.") + text(0, 1, " Part two."), "Part one. Part two."},
+		{"commentary done", created + added(0, commentary) + text(0, 0, "Let me look.") + itemDone(0, commentary, "Let me look."), ""},
+		{"commentary's parts done", created + added(0, commentary) + text(0, 0, "Let me look."), ""},
+		{"final answer after commentary", created + added(0, commentary) + text(0, 0, "Let me look.") + itemDone(0, commentary, "Let me look.") +
+			added(1, final) + text(1, 0, "Found it."), "Let me look.Found it."},
+		{"final answer done", created + added(0, final) + text(0, 0, "Found it.") + itemDone(0, final, "Found it."), "Found it."},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			msg, _, err := dialecttest.Feed(NewToollessStream(0), []byte(tt.stream), 7).Result()
+			switch {
+			case tt.want == "" && !errors.Is(err, memory.ErrInvalid):
+				t.Errorf("Result %s, %v; want memory.ErrInvalid", msg.Raw, err)
+			case tt.want != "" && (err != nil || msg.Content != tt.want):
+				t.Errorf("Result %s, %v; want content %q", msg.Raw, err, tt.want)
+			}
+		})
 	}
 }
