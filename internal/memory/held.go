@@ -1,6 +1,9 @@
 package memory
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // Held responses. A background response (the Responses API's
 // background: true) is answered at once with no output; its exchange
@@ -49,3 +52,12 @@ type HeldResponse struct {
 	// Expires is when the held exchange is given up.
 	Expires time.Time
 }
+
+var (
+	// ErrHeldTooLarge: an exchange larger than HeldMaxBytes is never
+	// held.
+	ErrHeldTooLarge = errors.New("background exchange larger than the held responses' bound")
+	// ErrHeldLapsed: the held exchange claimed had lapsed (HeldTTL)
+	// before its answer came.
+	ErrHeldLapsed = errors.New("held background exchange lapsed before its answer")
+)
