@@ -274,6 +274,16 @@ type backgroundGet struct {
 	owner []byte
 }
 
+// responseGet returns the id of the response r GETs (GET
+// /v1/responses/{id}), if it is one.
+func responseGet(r *http.Request) (string, bool) {
+	if r.Method != http.MethodGet {
+		return "", false
+	}
+	id, ok := strings.CutPrefix(r.URL.Path, responsesPath+"/")
+	return id, ok && id != "" && !strings.Contains(id, "/")
+}
+
 // backgroundGetOf returns the backgroundGet of r, a passthrough request
 // of tenant's user, or nil: r is no GET of a response held for them. A
 // GET naming no user (user "") gets the response held for any user of
@@ -282,11 +292,8 @@ type backgroundGet struct {
 // named, only the answer the provider gave that GET for the POST's own
 // response — what the user's own GET would store.
 func (p *Proxy) backgroundGetOf(r *http.Request, tenant, user string) *backgroundGet {
-	if r.Method != http.MethodGet || p.deps.Resolver == nil {
-		return nil
-	}
-	id, ok := strings.CutPrefix(r.URL.Path, responsesPath+"/")
-	if !ok || id == "" || strings.Contains(id, "/") {
+	id, ok := responseGet(r)
+	if !ok || p.deps.Resolver == nil {
 		return nil
 	}
 	k := pendingKey{tenant: tenant, id: id}
@@ -299,7 +306,7 @@ func (p *Proxy) backgroundGetOf(r *http.Request, tenant, user string) *backgroun
 		}
 		if !errors.Is(err, memory.ErrNotFound) {
 			p.m.degraded.WithLabelValues(memory.DegradedBackground).Inc()
-			p.log.LogAttrs(r.Context(), slog.LevelWarn, "background response: the store of held exchanges did not answer; only this process's are looked up",
+			p.log.LogAttrs(r.Context(), slog.LevelDebug, "background response: the store of held exchanges did not answer; only this process's are looked up",
 				slog.String("error", err.Error()))
 		}
 	}
