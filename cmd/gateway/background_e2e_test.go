@@ -37,24 +37,9 @@ func TestBackgroundResponseStored(t *testing.T) {
 			if res.Status != http.StatusOK || !strings.Contains(string(res.Body), `"queued"`) {
 				t.Fatalf("%d %s", res.Status, res.Body)
 			}
-			get := func() {
-				t.Helper()
-				req, _ := http.NewRequest(http.MethodGet, g.URL+"/v1/responses/resp_bg", nil)
-				for k, v := range h {
-					req.Header.Set(k, v)
-				}
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					t.Fatalf("GET: %d", resp.StatusCode)
-				}
-			}
-			get()
+			getResponse(t, g.URL, h)
 			up.done()
-			get()
+			getResponse(t, g.URL, h)
 			msgs := waitStored(t, g, memory.Identity{Tenant: memory.DefaultTenant, User: who, Conversation: "bg"}, 2)
 			if msgs[0].Content != "Where is Porto?" || msgs[1].Role != "assistant" || msgs[1].Content != "Porto is in Portugal." {
 				t.Errorf("stored %q (%s), %q (%s)", msgs[0].Content, msgs[0].Role, msgs[1].Content, msgs[1].Role)
