@@ -3,11 +3,9 @@ package main
 import (
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/memgate/memgate/internal/memory"
-	"github.com/memgate/memgate/internal/upstreamtest"
 )
 
 // bgWire is a background response of the Responses API in status, as
@@ -28,26 +26,10 @@ func bgWire(id, status string) string {
 // client's GET returns it completed, not with the empty reply of the
 // queued response the POST got.
 func TestBackgroundResponseStored(t *testing.T) {
-	var mu sync.Mutex
-	status := "in_progress"
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/responses", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(bgWire("resp_bg", "queued")))
-	})
-	mux.HandleFunc("GET /v1/responses/{id}", func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		s := status
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(bgWire(r.PathValue("id"), s)))
-	})
-	up := upstreamtest.New(t, mux)
-	for name, mk := range storeConfigs(t, up) {
+	up := newBGProvider(t)
+	for name, mk := range storeConfigs(t, up.Server) {
 		t.Run(name, func(t *testing.T) {
-			mu.Lock()
-			status = "in_progress"
-			mu.Unlock()
+			up.set("in_progress")
 			g := startGateway(t, mk(t))
 			who := "bg-" + strings.ReplaceAll(name, "+", "-")
 			h := map[string]string{"Authorization": "Bearer sk-test", "X-Memory-User": who, "X-Memory-Conversation": "bg"}
@@ -55,26 +37,9 @@ func TestBackgroundResponseStored(t *testing.T) {
 			if res.Status != http.StatusOK || !strings.Contains(string(res.Body), `"queued"`) {
 				t.Fatalf("%d %s", res.Status, res.Body)
 			}
-			get := func() {
-				t.Helper()
-				req, _ := http.NewRequest(http.MethodGet, g.URL+"/v1/responses/resp_bg", nil)
-				for k, v := range h {
-					req.Header.Set(k, v)
-				}
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					t.Fatalf("GET: %d", resp.StatusCode)
-				}
-			}
-			get()
-			mu.Lock()
-			status = "completed"
-			mu.Unlock()
-			get()
+			getResponse(t, g.URL, h)
+			up.done()
+			getResponse(t, g.URL, h)
 			msgs := waitStored(t, g, memory.Identity{Tenant: memory.DefaultTenant, User: who, Conversation: "bg"}, 2)
 			if msgs[0].Content != "Where is Porto?" || msgs[1].Role != "assistant" || msgs[1].Content != "Porto is in Portugal." {
 				t.Errorf("stored %q (%s), %q (%s)", msgs[0].Content, msgs[0].Role, msgs[1].Content, msgs[1].Role)

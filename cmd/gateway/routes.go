@@ -135,7 +135,7 @@ func newHTTP(cfg config.Config, eng *engine.Engine, rdb *redis.Client, tr *traci
 		// and conversations stay their creator's this long.
 		StateRetention: sec.ProviderStateRetention.D(),
 	}, proxy.Deps{Resolver: resolver, Preparer: tr.Preparer(rec.Wrap(eng)), Capturer: tr.Capturer(eng), Router: eng, States: eng,
-		Browser: chatGuard, Limiter: limiter, Cache: rec, Prints: shared, Resenders: resenders}, logger, reg)
+		Browser: chatGuard, Limiter: limiter, Cache: rec, Prints: shared, Resenders: resenders, Held: eng}, logger, reg)
 	if err != nil {
 		return nil, err
 	}

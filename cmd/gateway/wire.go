@@ -48,6 +48,7 @@ type store interface {
 	record.StampReader // capture's check of what a long history's cut leaves out
 	record.PurgeLedger // the queue purges not known to be done, retried by every process
 	record.ReplyFinder // routing's: the conversation a cut history continues, by its newest reply
+	record.HeldStore   // background responses' exchanges, held until a GET on any process returns them done
 	enrich.Store
 	enrich.FactWriter
 	recall.ItemSearcher
@@ -305,7 +306,7 @@ func openMemory(ctx context.Context, cfg config.Config, rdb *redis.Client, count
 	chats := record.NewChatLocks(b.store)
 	m.Capturer = record.New(b.queue, b.store, red, logger, record.Options{Enrich: b.enrich, RetryFor: cfg.Capture.RetryFor.D(),
 		Batches: b.store, DeadLetters: b.store, Adopter: b.store, Router: m.Router, Chats: chats, Shared: b.shared, Scrubber: b.scrubber,
-		Stamps: b.store, Ledger: b.store})
+		Stamps: b.store, Ledger: b.store, Held: b.store})
 	if b.queue != nil {
 		wo := workerOptions(cfg)
 		wo.Enrich, wo.DeadLetters, wo.Adopter, wo.Router, wo.Chats, wo.Lease, wo.Prune = b.enrich, b.store, b.store, m.Router, chats, b.lease, b.prune

@@ -430,3 +430,23 @@ func (e *Engine) BindState(ctx context.Context, b memory.StateBinding) error {
 func (e *Engine) BoundStates(ctx context.Context, tenant, user string, sts []memory.ProviderState, now time.Time) ([]bool, error) {
 	return with(e, func(c *Core) ([]bool, error) { return c.Store.BoundStates(ctx, tenant, user, sts, now) })
 }
+
+// HoldResponse keeps the exchange of background response id until a GET
+// on any process returns it done (record.Capturer.Hold); ErrNotConnected
+// while the store is down.
+func (e *Engine) HoldResponse(ctx context.Context, ex memory.Exchange, id string) (int, error) {
+	return with(e, func(c *Core) (int, error) { return c.Capturer.Hold(ctx, ex, id) })
+}
+
+// HeldResponse returns the owner of tenant's background response id
+// held for user ("": any user of the tenant), or memory.ErrNotFound
+// (record.Capturer.Held); ErrNotConnected while the store is down.
+func (e *Engine) HeldResponse(ctx context.Context, tenant, user, id string) ([]byte, error) {
+	return with(e, func(c *Core) ([]byte, error) { return c.Capturer.Held(ctx, tenant, user, id) })
+}
+
+// ClaimResponse takes tenant's background response id held for owner,
+// once (record.Capturer.Claim); ErrNotConnected while the store is down.
+func (e *Engine) ClaimResponse(ctx context.Context, tenant, id string, owner []byte) (memory.Exchange, error) {
+	return with(e, func(c *Core) (memory.Exchange, error) { return c.Capturer.Claim(ctx, tenant, id, owner) })
+}

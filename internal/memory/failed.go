@@ -92,6 +92,12 @@ const (
 	// turns and summary, as a newest-only client's is (see
 	// Request.NewChat); a new chat's first turn got them too.
 	DegradedNewChat = "newchat"
+	// DegradedBackground: the store every gateway process shares did
+	// not take (or answer about) a background response's exchange: it is
+	// held in the process that forwarded the request only, and stored
+	// only when a GET reaching that process, before it restarts, returns
+	// the response done.
+	DegradedBackground = "background"
 	// DegradedAll: preparing the prompt failed as a whole; the client's
 	// messages went upstream unchanged.
 	DegradedAll = "all"

@@ -125,6 +125,8 @@ func (g *gateway) get(t *testing.T, path string, header map[string]string) (*htt
 // response is captured when the client's GET of the response returns it
 // completed, with its answer and the request's turn, once; a GET while
 // it runs, or by another user or tenant, captures nothing.
+// (TestBackgroundResponseCompletedByAGETNamingNoUser: one naming no user
+// does.)
 func TestBackgroundResponseCapturedWhenDone(t *testing.T) {
 	up := newBGUpstream(t)
 	captured := make(chanCapturer, 4)
@@ -138,7 +140,7 @@ func TestBackgroundResponseCapturedWhenDone(t *testing.T) {
 	}
 	noCapture(t, g, captured)
 	up.set("completed")
-	for _, other := range []map[string]string{{"X-Memory-User": "bob"}, {"X-Memory-User": "ana", "X-Memory-Tenant": "acme"}, {}} {
+	for _, other := range []map[string]string{{"X-Memory-User": "bob"}, {"X-Memory-User": "ana", "X-Memory-Tenant": "acme"}} {
 		if resp, b := g.get(t, "/v1/responses/resp_bg", other); resp.StatusCode != 200 || !strings.Contains(string(b), "Porto is in Portugal.") {
 			t.Fatalf("%v: status %d: %s", other, resp.StatusCode, b)
 		}

@@ -118,8 +118,8 @@ func (c *exchangeCapture) attach(ctx context.Context, resp *http.Response, undec
 		// A background response: its answer comes later.
 		if created, err := responses.CreatedFromJSON(buf); err != nil {
 			c.skipped(err)
-		} else {
-			c.holdBackground(created.ID)
+		} else if !c.holdBackground(ctx, created.ID) {
+			c.p.addDegraded(resp.Header, c.x, memory.DegradedBackground)
 		}
 		return nil
 	}
@@ -250,12 +250,6 @@ func (c *exchangeCapture) skipped(err error) {
 // client's context so a hang-up never loses the turn, and reports whether
 // it was settled (Capturer.Capture).
 func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usage *memory.Usage) bool {
-	if usage != nil && usage.CachedTokens > 0 {
-		c.p.m.providerCached.Add(float64(usage.CachedTokens))
-		if c.p.deps.Cache != nil {
-			c.p.deps.Cache.Cached(c.id.Tenant, usage.CachedTokens)
-		}
-	}
 	// The exchange's prints, for the app's requests about the chat: this
 	// process's at once, the shared ones (one round trip, bounded) while
 	// the Capturer takes the exchange, both before the client sees the
@@ -277,27 +271,20 @@ func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usa
 				slog.String("request_id", c.x.ID()), slog.String("error", err.Error()))
 		}
 	}()
-	// A reply that goes on with the one the history ends with is stored
-	// joined with it, in its place, as the client resends it; adoption
-	// matches the history with that partial reply still in it.
-	var partial *memory.Message
-	prior, joined, ok := memory.Prefilled(c.cut.Prior, c.cut.Turn, reply)
-	if ok {
-		last := c.cut.Prior[len(c.cut.Prior)-1]
-		partial, reply = &last, joined
-	}
-	return c.p.deps.Capturer.Capture(context.WithoutCancel(ctx), memory.Exchange{
+	return c.p.captureReply(ctx, c.exchange(), reply, usage)
+}
+
+// exchange is the exchange c captures, its reply still to come.
+func (c *exchangeCapture) exchange() memory.Exchange {
+	return memory.Exchange{
 		ID:       c.x.ID(),
 		Identity: c.id,
 		Model:    c.model,
-		Prior:    prior,
+		Prior:    c.cut.Prior,
 		Turn:     c.cut.Turn,
 		Skipped:  c.cut.Skipped,
 
 		TurnSkipped: c.cut.TurnSkipped,
-		Reply:       reply,
-		Partial:     partial,
-		Usage:       usage,
 		At:          c.at,
 		Received:    c.received,
 
@@ -306,7 +293,29 @@ func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usa
 		Root:       c.root,
 		BranchSeed: c.seed,
 		Resent:     c.resent(),
-	})
+	}
+}
+
+// captureReply hands ex, with its reply, to the Capturer, detached from
+// the client's context, and reports whether it was settled
+// (Capturer.Capture).
+func (p *Proxy) captureReply(ctx context.Context, ex memory.Exchange, reply memory.Message, usage *memory.Usage) bool {
+	if usage != nil && usage.CachedTokens > 0 {
+		p.m.providerCached.Add(float64(usage.CachedTokens))
+		if p.deps.Cache != nil {
+			p.deps.Cache.Cached(ex.Tenant, usage.CachedTokens)
+		}
+	}
+	// A reply that goes on with the one the history ends with is stored
+	// joined with it, in its place, as the client resends it; adoption
+	// matches the history with that partial reply still in it.
+	prior, joined, ok := memory.Prefilled(ex.Prior, ex.Turn, reply)
+	if ok {
+		last := ex.Prior[len(ex.Prior)-1]
+		ex.Partial, reply = &last, joined
+	}
+	ex.Prior, ex.Reply, ex.Usage = prior, reply, usage
+	return p.deps.Capturer.Capture(context.WithoutCancel(ctx), ex)
 }
 
 // resent is the request's whole history, when its cut left part of it

@@ -65,7 +65,7 @@ func (p *Proxy) handlePassthrough(a *api) echo.HandlerFunc {
 				return nil
 			}
 		}
-		if !p.requireKey() && !p.pending.empty() {
+		if _, get := responseGet(r); get && !p.requireKey() && (p.deps.Held != nil || !p.pending.empty()) {
 			// Without gateway keys the identity is the client's headers'.
 			if id, _, aerr := p.identify(r, ""); aerr == nil {
 				f.background = p.backgroundGetOf(r, id.Tenant, id.User)

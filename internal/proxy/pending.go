@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
 	"container/list"
 	"context"
 	"errors"
@@ -20,13 +21,20 @@ import (
 // Background responses. A Responses request with background: true is
 // answered at once, queued or in_progress, with no output: the answer
 // comes later, to the client's GET /v1/responses/{id} (polled until the
-// response is done, or streamed with stream=true). The exchange's capture
-// is held here, in this process, until a GET of the same tenant's user
-// returns the response done: completed or incomplete, it is captured
-// then, once; cancelled or failed, nothing is. The pending captures are
-// bounded (pendingMax, pendingMaxBytes) and expire (pendingTTL): a turn
-// answered later, evicted, or held by another process (or one restarted
-// since) is not stored, and counted as background_lost.
+// response is done, or streamed with stream=true). The exchange is held
+// in the store every gateway process shares (Deps.Held: prepared and
+// redacted as it will be stored, keyed by digests, bounded per tenant,
+// lapsing after memory.HeldTTL) until a GET of the same tenant — by the
+// exchange's user, or naming no user (the POST may have named its user
+// in its body only, which a GET has not) — returns the response done, on
+// any process: completed or incomplete, the process that saw it done
+// claims the exchange, once, and stores it with that answer; cancelled or
+// failed, the claim drops it. Only while the store does not take it
+// (down, or no Deps.Held) is the exchange held here, in this process
+// (the POST says X-Memory-Degraded: background), bounded (pendingMax,
+// pendingMaxBytes) and expiring (pendingTTL). A turn answered later,
+// given up for the bounds, or held by another process that restarted
+// since, is not stored, and counted as background_lost.
 
 const (
 	// pendingMax bounds the background responses awaiting their answer.
@@ -45,12 +53,33 @@ const skipBackgroundLost = "background_lost"
 
 var errBackgroundLost = errors.New("the background response's capture was given up before its answer came")
 
-// pendingKey names a background response of a tenant's user.
-type pendingKey struct{ tenant, user, id string }
+// HeldResponses keeps the exchanges of background responses in the
+// store every gateway process shares until a GET on any of them returns
+// the response done (implemented by engine.Engine).
+type HeldResponses interface {
+	// HoldResponse keeps ex, the exchange of background response id,
+	// prepared (redacted) as it will be stored; it returns how many held
+	// exchanges it gave up (lapsed, or past the tenant's bounds).
+	// memory.ErrErased: its user was erased since it arrived;
+	// memory.ErrHeldTooLarge: it is never held.
+	HoldResponse(ctx context.Context, ex memory.Exchange, id string) (int, error)
+	// HeldResponse returns the owner of tenant's response id held for
+	// user ("": for any user of the tenant), or memory.ErrNotFound.
+	HeldResponse(ctx context.Context, tenant, user, id string) ([]byte, error)
+	// ClaimResponse takes tenant's response id held for owner, once, or
+	// memory.ErrNotFound (claimed already, or erased);
+	// memory.ErrHeldLapsed when it lapsed.
+	ClaimResponse(ctx context.Context, tenant, id string, owner []byte) (memory.Exchange, error)
+}
 
-// pendingEntry is one held capture.
+// pendingKey names a background response of a tenant (the provider never
+// repeats an id).
+type pendingKey struct{ tenant, id string }
+
+// pendingEntry is one capture held in this process.
 type pendingEntry struct {
 	key     pendingKey
+	user    string
 	c       *exchangeCapture
 	size    int
 	expires time.Time
@@ -85,7 +114,7 @@ func captureSize(c *exchangeCapture) int {
 
 // hold keeps c until the answer of k's response comes, evicting the
 // oldest captures past the bounds (and those expired).
-func (p *pendingResponses) hold(k pendingKey, c *exchangeCapture) {
+func (p *pendingResponses) hold(k pendingKey, user string, c *exchangeCapture) {
 	size := captureSize(c)
 	if size > pendingMaxBytes {
 		p.lost(c)
@@ -105,7 +134,7 @@ func (p *pendingResponses) hold(k pendingKey, c *exchangeCapture) {
 		p.remove(el)
 		lost = append(lost, e.c)
 	}
-	p.m[k] = p.ll.PushBack(&pendingEntry{key: k, c: c, size: size, expires: now.Add(pendingTTL)})
+	p.m[k] = p.ll.PushBack(&pendingEntry{key: k, user: user, c: c, size: size, expires: now.Add(pendingTTL)})
 	p.bytes += size
 	p.mu.Unlock()
 	for _, c := range lost {
@@ -120,12 +149,17 @@ func (p *pendingResponses) remove(el *list.Element) {
 	p.bytes -= e.size
 }
 
-// has reports whether k's response has a capture held, not expired.
-func (p *pendingResponses) has(k pendingKey) bool {
+// has reports whether k's response has a capture held for user ("":
+// any user), not expired.
+func (p *pendingResponses) has(k pendingKey, user string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	el, ok := p.m[k]
-	return ok && p.now().Before(el.Value.(*pendingEntry).expires)
+	if !ok {
+		return false
+	}
+	e := el.Value.(*pendingEntry)
+	return (user == "" || e.user == user) && p.now().Before(e.expires)
 }
 
 // empty reports whether no capture is held.
@@ -162,7 +196,7 @@ func (p *pendingResponses) forget(tenant, user string) {
 	defer p.mu.Unlock()
 	for el := p.ll.Front(); el != nil; {
 		next := el.Next()
-		if k := el.Value.(*pendingEntry).key; k.tenant == tenant && k.user == user {
+		if e := el.Value.(*pendingEntry); e.key.tenant == tenant && e.user == user {
 			p.remove(el)
 		}
 		el = next
@@ -170,11 +204,37 @@ func (p *pendingResponses) forget(tenant, user string) {
 }
 
 // holdBackground keeps c, whose reply is the background response id not
-// done yet, until a GET of its tenant's user returns it done.
-func (c *exchangeCapture) holdBackground(id string) {
-	c.p.pending.hold(pendingKey{tenant: c.id.Tenant, user: c.id.User, id: id}, c)
-	c.p.log.LogAttrs(context.Background(), slog.LevelDebug, "background response: exchange held until its answer",
+// done yet, until a GET returns it done: in the shared store (Deps.Held),
+// else, while the store does not take it, in this process. It reports
+// false when it held c in this process though a shared store is
+// configured (degraded: only a GET reaching this process stores it).
+func (c *exchangeCapture) holdBackground(ctx context.Context, id string) bool {
+	held := c.p.deps.Held
+	if held != nil {
+		given, err := held.HoldResponse(context.WithoutCancel(ctx), c.exchange(), id)
+		if given > 0 {
+			c.p.m.captureDr.WithLabelValues(skipBackgroundLost).Add(float64(given))
+		}
+		switch {
+		case err == nil:
+			c.p.log.LogAttrs(ctx, slog.LevelDebug, "background response: exchange held in the store until its answer",
+				slog.String("request_id", c.x.ID()))
+			return true
+		case errors.Is(err, memory.ErrErased):
+			c.p.log.LogAttrs(ctx, slog.LevelDebug, "background response: user erased since the request arrived; exchange not held",
+				slog.String("request_id", c.x.ID()))
+			return true
+		case errors.Is(err, memory.ErrHeldTooLarge):
+			c.skipped(errBackgroundLost)
+			return true
+		}
+		c.p.log.LogAttrs(ctx, slog.LevelWarn, "background response: the store did not take its exchange; held in this process only",
+			slog.String("request_id", c.x.ID()), slog.String("error", err.Error()))
+	}
+	c.p.pending.hold(pendingKey{tenant: c.id.Tenant, id: id}, c.id.User, c)
+	c.p.log.LogAttrs(ctx, slog.LevelDebug, "background response: exchange held in this process until its answer",
 		slog.String("request_id", c.x.ID()))
+	return held == nil
 }
 
 // closeHook calls onClose when the body is closed, before closing it.
@@ -199,29 +259,58 @@ func (c *exchangeCapture) heldOn(err error) bool {
 	if !ok || s.ID() == "" {
 		return false
 	}
-	c.holdBackground(s.ID())
+	if !c.holdBackground(context.Background(), s.ID()) {
+		c.p.m.degraded.WithLabelValues(memory.DegradedBackground).Inc()
+	}
 	return true
 }
 
 // backgroundGet is a GET /v1/responses/{id} of a background response
-// whose capture this process holds for the caller.
+// whose exchange is held for the caller: in the shared store (owner, its
+// owner's key there), or in this process (owner nil).
 type backgroundGet struct {
-	p   *Proxy
-	key pendingKey
+	p     *Proxy
+	key   pendingKey
+	owner []byte
+}
+
+// responseGet returns the id of the response r GETs (GET
+// /v1/responses/{id}), if it is one.
+func responseGet(r *http.Request) (string, bool) {
+	if r.Method != http.MethodGet {
+		return "", false
+	}
+	id, ok := strings.CutPrefix(r.URL.Path, responsesPath+"/")
+	return id, ok && id != "" && !strings.Contains(id, "/")
 }
 
 // backgroundGetOf returns the backgroundGet of r, a passthrough request
-// of tenant's user, or nil: r is no GET of a response held for them.
+// of tenant's user, or nil: r is no GET of a response held for them. A
+// GET naming no user (user "") gets the response held for any user of
+// the tenant: the POST may have named its user in its body only. That
+// reads nothing of what is held, and stores, for the user the POST
+// named, only the answer the provider gave that GET for the POST's own
+// response — what the user's own GET would store.
 func (p *Proxy) backgroundGetOf(r *http.Request, tenant, user string) *backgroundGet {
-	if r.Method != http.MethodGet || user == "" {
+	id, ok := responseGet(r)
+	if !ok || p.deps.Resolver == nil {
 		return nil
 	}
-	id, ok := strings.CutPrefix(r.URL.Path, responsesPath+"/")
-	if !ok || id == "" || strings.Contains(id, "/") {
-		return nil
+	k := pendingKey{tenant: tenant, id: id}
+	if held := p.deps.Held; held != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), cmp.Or(p.opts.LoadTimeout, time.Second))
+		owner, err := held.HeldResponse(ctx, tenant, user, id)
+		cancel()
+		if err == nil {
+			return &backgroundGet{p: p, key: k, owner: owner}
+		}
+		if !errors.Is(err, memory.ErrNotFound) {
+			p.m.degraded.WithLabelValues(memory.DegradedBackground).Inc()
+			p.log.LogAttrs(r.Context(), slog.LevelDebug, "background response: the store of held exchanges did not answer; only this process's are looked up",
+				slog.String("error", err.Error()))
+		}
 	}
-	k := pendingKey{tenant: tenant, user: user, id: id}
-	if !p.pending.has(k) {
+	if !p.pending.has(k, user) {
 		return nil
 	}
 	return &backgroundGet{p: p, key: k}
@@ -236,6 +325,10 @@ func (g *backgroundGet) done(ctx context.Context, reply memory.Message, usage *m
 	if err != nil && !errors.Is(err, responses.ErrEnded) {
 		return
 	}
+	if g.owner != nil {
+		g.doneShared(ctx, reply, usage, err)
+		return
+	}
 	c := g.p.pending.claim(g.key)
 	if c == nil {
 		return // claimed by another GET, or expired
@@ -246,6 +339,31 @@ func (g *backgroundGet) done(ctx context.Context, reply memory.Message, usage *m
 		return
 	}
 	c.capture(ctx, reply, usage)
+}
+
+// doneShared is done for an exchange held in the shared store: the claim
+// takes it once, whichever process (or GET) sees the response done first;
+// a claim the store does not answer leaves it held for the next GET.
+func (g *backgroundGet) doneShared(ctx context.Context, reply memory.Message, usage *memory.Usage, err error) {
+	ex, cerr := g.p.deps.Held.ClaimResponse(context.WithoutCancel(ctx), g.key.tenant, g.key.id, g.owner)
+	switch {
+	case errors.Is(cerr, memory.ErrNotFound):
+		return // claimed by another GET, or erased
+	case errors.Is(cerr, memory.ErrHeldLapsed):
+		g.p.m.captureDr.WithLabelValues(skipBackgroundLost).Inc()
+		return
+	case cerr != nil:
+		g.p.m.degraded.WithLabelValues(memory.DegradedBackground).Inc()
+		g.p.log.LogAttrs(ctx, slog.LevelWarn, "background response done, but its held exchange could not be claimed; it waits for the next GET",
+			slog.String("error", cerr.Error()))
+		return
+	}
+	if err != nil {
+		g.p.log.LogAttrs(ctx, slog.LevelDebug, "background response ended without an answer: exchange not captured",
+			slog.String("request_id", ex.ID), slog.String("error", err.Error()))
+		return
+	}
+	g.p.captureReply(ctx, ex, reply, usage)
 }
 
 // attach reads a GET's reply for the held capture: a whole JSON reply

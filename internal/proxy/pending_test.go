@@ -21,26 +21,26 @@ func TestPendingResponsesBounded(t *testing.T) {
 	now := time.Unix(1764770000, 0)
 	var lost int
 	p := newPendingResponses(func() time.Time { return now }, func(*exchangeCapture) { lost++ })
-	key := func(i int) pendingKey { return pendingKey{"t", "u", "resp_" + strconv.Itoa(i)} }
+	key := func(i int) pendingKey { return pendingKey{"t", "resp_" + strconv.Itoa(i)} }
 
 	for i := range pendingMax + 1 {
-		p.hold(key(i), heldCapture(10))
+		p.hold(key(i), "u", heldCapture(10))
 	}
-	if lost != 1 || p.has(key(0)) || !p.has(key(1)) || !p.has(key(pendingMax)) {
-		t.Fatalf("over the count: lost %d, oldest held %v", lost, p.has(key(0)))
+	if lost != 1 || p.has(key(0), "u") || !p.has(key(1), "u") || !p.has(key(pendingMax), "u") {
+		t.Fatalf("over the count: lost %d, oldest held %v", lost, p.has(key(0), "u"))
 	}
 
 	p = newPendingResponses(func() time.Time { return now }, func(*exchangeCapture) { lost++ })
 	lost = 0
 	big := pendingMaxBytes / 3
 	for i := range 3 {
-		p.hold(key(i), heldCapture(big))
+		p.hold(key(i), "u", heldCapture(big))
 	}
-	if lost != 1 || p.has(key(0)) || !p.has(key(2)) {
+	if lost != 1 || p.has(key(0), "u") || !p.has(key(2), "u") {
 		t.Fatalf("over the bytes: lost %d", lost)
 	}
-	p.hold(key(9), heldCapture(pendingMaxBytes+1))
-	if lost != 2 || p.has(key(9)) {
+	p.hold(key(9), "u", heldCapture(pendingMaxBytes+1))
+	if lost != 2 || p.has(key(9), "u") {
 		t.Fatalf("a capture over the bytes held: lost %d", lost)
 	}
 
@@ -52,15 +52,15 @@ func TestPendingResponsesBounded(t *testing.T) {
 	}
 
 	now = now.Add(pendingTTL)
-	if p.has(key(2)) || p.claim(key(2)) != nil || lost != 3 {
+	if p.has(key(2), "u") || p.claim(key(2)) != nil || lost != 3 {
 		t.Fatalf("an expired capture was claimed: lost %d", lost)
 	}
 
-	p.hold(pendingKey{"t", "ana", "a"}, heldCapture(1))
-	p.hold(pendingKey{"t", "bob", "b"}, heldCapture(1))
-	p.hold(pendingKey{"u", "ana", "c"}, heldCapture(1))
+	p.hold(pendingKey{"t", "a"}, "ana", heldCapture(1))
+	p.hold(pendingKey{"t", "b"}, "bob", heldCapture(1))
+	p.hold(pendingKey{"u", "c"}, "ana", heldCapture(1))
 	p.forget("t", "ana")
-	if p.has(pendingKey{"t", "ana", "a"}) || !p.has(pendingKey{"t", "bob", "b"}) || !p.has(pendingKey{"u", "ana", "c"}) {
+	if p.has(pendingKey{"t", "a"}, "ana") || !p.has(pendingKey{"t", "b"}, "bob") || !p.has(pendingKey{"u", "c"}, "ana") {
 		t.Error("forget dropped the wrong captures")
 	}
 }

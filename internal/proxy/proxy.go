@@ -70,6 +70,11 @@ type Deps struct {
 	// previous request's prefix and those the provider reported reading
 	// from its cache.
 	Cache CacheCounter
+
+	// Held keeps the exchanges of background responses in the store the
+	// gateway processes share until a GET on any of them returns the
+	// response done (pending.go); nil: each process holds its own.
+	Held HeldResponses
 }
 
 // CacheCounter counts prompt-cache tokens per tenant (implemented by

@@ -147,6 +147,10 @@ type Options struct {
 	// process stops is retried by the next process (or this one's next
 	// sweep); nil: they live in this process's memory only, bounded.
 	Ledger PurgeLedger
+	// Held keeps the exchanges of background responses until a GET on
+	// any process returns them done (Capturer.Hold); nil: Hold fails
+	// with ErrNoHeldStore, and the caller holds them itself.
+	Held HeldStore
 	// PurgeSweep is how often the purges the Ledger lists are retried
 	// (also once at start, and as soon as an attempt fails; default 1m).
 	PurgeSweep time.Duration

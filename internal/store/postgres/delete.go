@@ -53,6 +53,11 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 		if _, err := tx.Exec(ctx, `DELETE FROM dead_letters WHERE `+where, id.Tenant, id.User, id.Conversation); err != nil {
 			return fmt.Errorf("delete dead_letters: %w", unavailable(err))
 		}
+		// Its background responses held for their answer: never stored now.
+		if _, err := tx.Exec(ctx, `DELETE FROM held_responses WHERE conversation = memgate_conversation_tombstone($1, $2, $3)`,
+			id.Tenant, id.User, id.Conversation); err != nil {
+			return fmt.Errorf("delete held responses: %w", unavailable(err))
+		}
 		now := time.Now()
 		if err := found(tx.Exec(ctx, `DELETE FROM conversations WHERE tenant = $1 AND user_id = $2 AND id = $3`,
 			id.Tenant, id.User, id.Conversation)); errors.Is(err, memory.ErrNotFound) {
@@ -163,6 +168,10 @@ func (s *Store) DeleteUser(ctx context.Context, tenant, user string) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM provider_states WHERE owner = memgate_user_tombstone($1, $2)`,
 			tenant, user); err != nil {
 			return fmt.Errorf("delete provider states: %w", unavailable(err))
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM held_responses WHERE owner = memgate_user_tombstone($1, $2)`,
+			tenant, user); err != nil {
+			return fmt.Errorf("delete held responses: %w", unavailable(err))
 		}
 		if err := countDeleted(ctx, tx, tenant, user, items, messages); err != nil {
 			return err

@@ -34,6 +34,11 @@ func (s *Store) DeleteConversation(ctx context.Context, id memory.Identity) erro
 			id.Tenant, id.User, id.Conversation); err != nil {
 			return fmt.Errorf("delete dead_letters: %w", err)
 		}
+		// Its background responses held for their answer: never stored now.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM held_responses WHERE conversation = ?`,
+			contract.ConversationTombstone(id)); err != nil {
+			return fmt.Errorf("delete held responses: %w", err)
+		}
 		r, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE tenant = ? AND user_id = ? AND id = ?`,
 			id.Tenant, id.User, id.Conversation)
 		if err := found(r, err, "conversation "+id.Conversation); errors.Is(err, memory.ErrNotFound) {

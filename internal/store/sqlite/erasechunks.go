@@ -179,6 +179,13 @@ func (s *Store) eraseChunk(ctx context.Context, tenant, user string, background 
 			digest, eraseBatch); more || err != nil {
 			return err
 		}
+		// The background responses held for their answer: never stored
+		// now (a claim that took one before is refused by the tombstone).
+		if more, err := drain("held responses", `DELETE FROM held_responses WHERE owner = ?1
+			AND digest IN (SELECT digest FROM held_responses WHERE owner = ?1 LIMIT ?2)`,
+			digest, eraseBatch); more || err != nil {
+			return err
+		}
 		// The conversations' tombstones dated by the erasure: the user's
 		// covers them. A conversation deleted since keeps its own.
 		more, err := drain("conversation tombstones", `DELETE FROM conversation_tombstones WHERE user_digest = ?1

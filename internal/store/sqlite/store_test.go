@@ -100,7 +100,7 @@ func TestOpenConfiguresDatabase(t *testing.T) {
 	rows, err := db.Query(`SELECT il.name, ii.name FROM sqlite_master m
 		JOIN pragma_index_list(m.name) il
 		JOIN pragma_index_info(il.name) ii ON ii.seqno = 0
-		WHERE m.type = 'table' AND m.name NOT IN ('outbox', 'outbox_leases', 'schema_migrations', 'user_tombstones', 'conversation_tombstones', 'provider_states', 'queue_purges')
+		WHERE m.type = 'table' AND m.name NOT IN ('outbox', 'outbox_leases', 'schema_migrations', 'user_tombstones', 'conversation_tombstones', 'provider_states', 'queue_purges', 'held_responses')
 			AND m.name NOT LIKE 'memory_items_fts%'`)
 	if err != nil {
 		t.Fatalf("list indexes: %v", err)

@@ -1,0 +1,98 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/memgate/memgate/internal/memory"
+	"github.com/memgate/memgate/internal/store/contract"
+)
+
+// HoldResponse keeps h until ClaimResponse takes it (storetest.RunHeld): a
+// row of held_responses keyed by memory.HeldDigest of its tenant and
+// response id, in one transaction under the user's erasure guard
+// (memory.ErrErased when the user was erased at or after h.At). A row of
+// the same key is replaced. It then gives up the rows lapsed by h.At (up
+// to contract.ExpiredStates, skipping those another transaction holds)
+// and the tenant's oldest past memory.HeldMax rows or memory.HeldMaxBytes
+// bytes, and returns how many it gave up.
+func (s *Store) HoldResponse(ctx context.Context, h memory.HeldResponse) (int, error) {
+	given := 0
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		given = 0
+		if err := guard(ctx, tx, h.Tenant, h.User, h.At); err != nil {
+			return err
+		}
+		tenant := memory.HeldDigest(h.Tenant, "")
+		if _, err := tx.Exec(ctx, `INSERT INTO held_responses
+			(digest, tenant_digest, owner, conversation, exchange, size, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			ON CONFLICT (digest) DO UPDATE SET tenant_digest = excluded.tenant_digest, owner = excluded.owner,
+				conversation = excluded.conversation, exchange = excluded.exchange, size = excluded.size,
+				created_at = excluded.created_at, expires_at = excluded.expires_at`,
+			memory.HeldDigest(h.Tenant, h.ID), tenant, contract.UserTombstone(h.Tenant, h.User),
+			contract.ConversationTombstone(h.Identity), h.Exchange, len(h.Exchange), h.At, h.Expires); err != nil {
+			return unavailable(err)
+		}
+		for _, q := range []struct {
+			query string
+			args  []any
+		}{
+			{`DELETE FROM held_responses WHERE digest IN
+				(SELECT digest FROM held_responses WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`, []any{h.At, contract.ExpiredStates}},
+			{`DELETE FROM held_responses WHERE digest IN (SELECT digest FROM
+				(SELECT digest, ROW_NUMBER() OVER newest AS n, SUM(size) OVER newest AS bytes
+				FROM held_responses WHERE tenant_digest = $1
+				WINDOW newest AS (ORDER BY created_at DESC, digest ROWS UNBOUNDED PRECEDING)) AS t
+				WHERE n > $2 OR bytes > $3)`, []any{tenant, memory.HeldMax, memory.HeldMaxBytes}},
+		} {
+			tag, err := tx.Exec(ctx, q.query, q.args...)
+			if err != nil {
+				return unavailable(err)
+			}
+			given += int(tag.RowsAffected())
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("postgres: hold response: %w", err)
+	}
+	return given, nil
+}
+
+// HeldOwner returns the owner (contract.UserTombstone) of tenant's held
+// response id, or memory.ErrNotFound when none is held, or it lapsed by
+// now.
+func (s *Store) HeldOwner(ctx context.Context, tenant, id string, now time.Time) ([]byte, error) {
+	var owner []byte
+	err := s.pool.QueryRow(ctx, `SELECT owner FROM held_responses WHERE digest = $1 AND expires_at > $2`,
+		memory.HeldDigest(tenant, id), now).Scan(&owner)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, memory.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: held response: %w", unavailable(err))
+	}
+	return owner, nil
+}
+
+// ClaimResponse takes tenant's held response id of owner, once: the row
+// is deleted in the statement that reads it, so of claims made at once
+// one alone gets it (the others wait for its lock, then find it gone);
+// memory.ErrNotFound when none is held. A lapsed one is taken all the
+// same, its expiry telling the caller.
+func (s *Store) ClaimResponse(ctx context.Context, tenant, id string, owner []byte) (memory.HeldResponse, error) {
+	var h memory.HeldResponse
+	err := s.pool.QueryRow(ctx, `DELETE FROM held_responses WHERE digest = $1 AND owner = $2 RETURNING exchange, expires_at`,
+		memory.HeldDigest(tenant, id), owner).Scan(&h.Exchange, &h.Expires)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return h, memory.ErrNotFound
+	}
+	if err != nil {
+		return h, fmt.Errorf("postgres: claim held response: %w", unavailable(err))
+	}
+	return h, nil
+}

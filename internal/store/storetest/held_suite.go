@@ -1,0 +1,250 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/internal/memory"
+)
+
+// HeldStore is a store that holds the exchanges of background responses
+// until their answer (memory.HeldResponse), and erases a user's, and a
+// conversation's, with them.
+type HeldStore interface {
+	// HoldResponse keeps h until ClaimResponse takes it; it refuses, with
+	// memory.ErrErased, an exchange whose user was erased at or after
+	// h.At. It gives up the held exchanges lapsed by h.At and the
+	// tenant's oldest past memory.HeldMax rows or memory.HeldMaxBytes
+	// bytes, and returns how many it gave up.
+	HoldResponse(ctx context.Context, h memory.HeldResponse) (int, error)
+	// HeldOwner returns the owner (memory.UserTombstone) of tenant's held
+	// response id not lapsed by now, or memory.ErrNotFound.
+	HeldOwner(ctx context.Context, tenant, id string, now time.Time) ([]byte, error)
+	// ClaimResponse takes tenant's held response id of owner, once (a
+	// lapsed one too, Expires telling), or memory.ErrNotFound.
+	ClaimResponse(ctx context.Context, tenant, id string, owner []byte) (memory.HeldResponse, error)
+	DeleteUser(ctx context.Context, tenant, user string) error
+	DeleteConversation(ctx context.Context, id memory.Identity) error
+}
+
+// RunHeld runs the held response suite. open must return a fresh store
+// and register its cleanup.
+func RunHeld(t *testing.T, open func(t *testing.T) HeldStore) {
+	t.Helper()
+	for _, tt := range []struct {
+		name string
+		run  func(t *testing.T, s HeldStore)
+	}{
+		{"ClaimedOnce", testHeldClaimedOnce},
+		{"ClaimedOnceAtOnce", testHeldClaimedOnceAtOnce},
+		{"OwnerAndTenantOnly", testHeldOwnerOnly},
+		{"Lapses", testHeldLapses},
+		{"OldestGivenUpPastTheRows", testHeldRows},
+		{"OldestGivenUpPastTheBytes", testHeldBytes},
+		{"ErasureRemoves", testHeldErasure},
+		{"ErasedUserRefused", testHeldErasedRefused},
+		{"ConversationDeletionRemoves", testHeldConversationDeleted},
+	} {
+		t.Run(tt.name, func(t *testing.T) { tt.run(t, open(t)) })
+	}
+}
+
+// held is a held response of id for tenant's user in conversation c,
+// arrived at at.
+func held(tenant, user, c, id string, at time.Time, payload string) memory.HeldResponse {
+	return memory.HeldResponse{Identity: memory.Identity{Tenant: tenant, User: user, Conversation: c}, ID: id,
+		Exchange: []byte(payload), At: at, Expires: at.Add(memory.HeldTTL)}
+}
+
+// mustHold holds h, and returns how many the store gave up.
+func mustHold(t *testing.T, s HeldStore, h memory.HeldResponse) int {
+	t.Helper()
+	n, err := s.HoldResponse(testCtx(t), h)
+	if err != nil {
+		t.Fatalf("HoldResponse(%s/%s %s): %v", h.Tenant, h.User, h.ID, err)
+	}
+	return n
+}
+
+// wantHeld checks that tenant's id is held for user, with payload, or
+// not held for them (payload ""), by HeldOwner at now and by a claim.
+func wantHeld(t *testing.T, s HeldStore, tenant, user, id string, now time.Time, payload string) {
+	t.Helper()
+	owner, err := s.HeldOwner(testCtx(t), tenant, id, now)
+	switch {
+	case payload == "" && !errors.Is(err, memory.ErrNotFound) && (err != nil || bytes.Equal(owner, memory.UserTombstone(tenant, user))):
+		t.Errorf("HeldOwner(%s, %s) = %x, %v; want memory.ErrNotFound or another user's", tenant, id, owner, err)
+	case payload != "" && (err != nil || !bytes.Equal(owner, memory.UserTombstone(tenant, user))):
+		t.Errorf("HeldOwner(%s, %s) = %x, %v; want %s's", tenant, id, owner, err, user)
+	}
+	h, err := s.ClaimResponse(testCtx(t), tenant, id, memory.UserTombstone(tenant, user))
+	switch {
+	case payload == "" && !errors.Is(err, memory.ErrNotFound):
+		t.Errorf("ClaimResponse(%s/%s, %s) = %q, %v; want memory.ErrNotFound", tenant, user, id, h.Exchange, err)
+	case payload != "" && (err != nil || string(h.Exchange) != payload):
+		t.Errorf("ClaimResponse(%s/%s, %s) = %q, %v; want %q", tenant, user, id, h.Exchange, err, payload)
+	}
+}
+
+// testHeldClaimedOnce: a held response is its owner's to claim, once; a
+// second hold of the same id replaces the first.
+func testHeldClaimedOnce(t *testing.T, s HeldStore) {
+	now := time.Now()
+	mustHold(t, s, held("acme", "ana", "c1", "resp_1", now, "first"))
+	mustHold(t, s, held("acme", "ana", "c1", "resp_1", now, "second"))
+	wantHeld(t, s, "acme", "ana", "resp_1", now, "second")
+	wantHeld(t, s, "acme", "ana", "resp_1", now, "")
+}
+
+// testHeldClaimedOnceAtOnce: of many claims of one held response made at
+// once (GETs on several gateways), exactly one gets it.
+func testHeldClaimedOnceAtOnce(t *testing.T, s HeldStore) {
+	now := time.Now()
+	const claims = 8
+	for round := range 5 {
+		id := fmt.Sprintf("resp_%d", round)
+		mustHold(t, s, held("acme", "ana", "c1", id, now, "x"))
+		var (
+			wg  sync.WaitGroup
+			mu  sync.Mutex
+			got int
+		)
+		for range claims {
+			wg.Go(func() {
+				_, err := s.ClaimResponse(testCtx(t), "acme", id, memory.UserTombstone("acme", "ana"))
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					got++
+				case !errors.Is(err, memory.ErrNotFound):
+					t.Errorf("ClaimResponse at once with others: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if got != 1 {
+			t.Fatalf("%d claims at once took the held response %d times, want once", claims, got)
+		}
+	}
+}
+
+// testHeldOwnerOnly: another user of the tenant, or the same user id of
+// another tenant, claims nothing; the tenant's id of another tenant is
+// not found.
+func testHeldOwnerOnly(t *testing.T, s HeldStore) {
+	now := time.Now()
+	mustHold(t, s, held("acme", "ana", "c1", "resp_1", now, "ana's"))
+	if _, err := s.HeldOwner(testCtx(t), "other", "resp_1", now); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("another tenant's HeldOwner = %v, want memory.ErrNotFound", err)
+	}
+	wantHeld(t, s, "acme", "bob", "resp_1", now, "")
+	wantHeld(t, s, "other", "ana", "resp_1", now, "")
+	wantHeld(t, s, "acme", "ana", "resp_1", now, "ana's")
+}
+
+// testHeldLapses: from its expiry on a held response is not found, and a
+// claim takes it with the expiry that tells it lapsed; a hold after that
+// removes the lapsed rows.
+func testHeldLapses(t *testing.T, s HeldStore) {
+	now := time.Now()
+	mustHold(t, s, held("acme", "ana", "c1", "resp_1", now, "x"))
+	mustHold(t, s, held("acme", "ana", "c1", "resp_2", now, "y"))
+	if _, err := s.HeldOwner(testCtx(t), "acme", "resp_1", now.Add(memory.HeldTTL)); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("HeldOwner at its expiry = %v, want memory.ErrNotFound", err)
+	}
+	h, err := s.ClaimResponse(testCtx(t), "acme", "resp_1", memory.UserTombstone("acme", "ana"))
+	if err != nil || h.Expires.After(now.Add(memory.HeldTTL)) || h.Expires.Before(now.Add(memory.HeldTTL-time.Second)) {
+		t.Errorf("claim of a lapsed one = %v (expires %v), want it, expiring %v", err, h.Expires, now.Add(memory.HeldTTL))
+	}
+	later := now.Add(memory.HeldTTL + time.Minute)
+	if n := mustHold(t, s, held("acme", "bob", "c2", "resp_3", later, "z")); n != 1 {
+		t.Errorf("a hold after one lapsed gave up %d, want 1 (the lapsed one)", n)
+	}
+	wantHeld(t, s, "acme", "ana", "resp_2", now, "")
+	wantHeld(t, s, "acme", "bob", "resp_3", later, "z")
+}
+
+// testHeldRows: past memory.HeldMax of a tenant the oldest is given up;
+// another tenant's stay.
+func testHeldRows(t *testing.T, s HeldStore) {
+	now := time.Now()
+	mustHold(t, s, held("other", "ana", "c1", "resp_other", now, "theirs"))
+	for i := range memory.HeldMax {
+		if n := mustHold(t, s, held("acme", "ana", "c1", fmt.Sprintf("resp_%d", i), now.Add(time.Duration(i)*time.Millisecond), "x")); n != 0 {
+			t.Fatalf("hold %d of %d gave up %d", i+1, memory.HeldMax, n)
+		}
+	}
+	if n := mustHold(t, s, held("acme", "ana", "c1", "resp_last", now.Add(time.Second+memory.HeldMax*time.Millisecond), "last")); n != 1 {
+		t.Errorf("a hold past the rows gave up %d, want 1", n)
+	}
+	wantHeld(t, s, "acme", "ana", "resp_0", now, "")
+	wantHeld(t, s, "acme", "ana", "resp_1", now, "x")
+	wantHeld(t, s, "acme", "ana", "resp_last", now, "last")
+	wantHeld(t, s, "other", "ana", "resp_other", now, "theirs")
+}
+
+// testHeldBytes: past memory.HeldMaxBytes of a tenant the oldest are
+// given up.
+func testHeldBytes(t *testing.T, s HeldStore) {
+	now := time.Now()
+	big := string(bytes.Repeat([]byte("b"), memory.HeldMaxBytes*2/5))
+	mustHold(t, s, held("acme", "ana", "c1", "resp_1", now, big))
+	mustHold(t, s, held("acme", "ana", "c1", "resp_2", now.Add(time.Millisecond), big))
+	if n := mustHold(t, s, held("acme", "ana", "c1", "resp_3", now.Add(2*time.Millisecond), big)); n != 1 {
+		t.Errorf("a hold past the bytes gave up %d, want 1", n)
+	}
+	wantHeld(t, s, "acme", "ana", "resp_1", now, "")
+	wantHeld(t, s, "acme", "ana", "resp_2", now, big)
+	wantHeld(t, s, "acme", "ana", "resp_3", now, big)
+}
+
+// testHeldErasure: erasing a user removes the user's held responses, and
+// only theirs.
+func testHeldErasure(t *testing.T, s HeldStore) {
+	now := time.Now()
+	mustHold(t, s, held("acme", "ana", "c1", "resp_1", now, "ana's"))
+	mustHold(t, s, held("acme", "bob", "c1", "resp_2", now, "bob's"))
+	if err := s.DeleteUser(testCtx(t), "acme", "ana"); err != nil {
+		t.Fatalf("DeleteUser: %v", err)
+	}
+	wantHeld(t, s, "acme", "ana", "resp_1", now, "")
+	wantHeld(t, s, "acme", "bob", "resp_2", now, "bob's")
+}
+
+// testHeldErasedRefused: an exchange from a request that arrived before
+// its user's erasure is not held (memory.ErrErased); one from after it
+// is.
+func testHeldErasedRefused(t *testing.T, s HeldStore) {
+	before := time.Now()
+	if err := s.DeleteUser(testCtx(t), "acme", "ana"); err != nil {
+		t.Fatalf("DeleteUser: %v", err)
+	}
+	if _, err := s.HoldResponse(testCtx(t), held("acme", "ana", "c1", "resp_1", before, "x")); !errors.Is(err, memory.ErrErased) {
+		t.Fatalf("HoldResponse from before the erasure = %v, want memory.ErrErased", err)
+	}
+	wantHeld(t, s, "acme", "ana", "resp_1", before, "")
+	after := time.Now().Add(time.Millisecond)
+	mustHold(t, s, held("acme", "ana", "c1", "resp_2", after, "y"))
+	wantHeld(t, s, "acme", "ana", "resp_2", after, "y")
+}
+
+// testHeldConversationDeleted: deleting a conversation (stored or not)
+// removes its held responses, and only its.
+func testHeldConversationDeleted(t *testing.T, s HeldStore) {
+	now := time.Now()
+	mustHold(t, s, held("acme", "ana", "c1", "resp_1", now, "c1's"))
+	mustHold(t, s, held("acme", "ana", "c2", "resp_2", now, "c2's"))
+	mustHold(t, s, held("acme", "bob", "c1", "resp_3", now, "bob's"))
+	if err := s.DeleteConversation(testCtx(t), memory.Identity{Tenant: "acme", User: "ana", Conversation: "c1"}); err != nil && !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("DeleteConversation: %v", err)
+	}
+	wantHeld(t, s, "acme", "ana", "resp_1", now, "")
+	wantHeld(t, s, "acme", "ana", "resp_2", now, "c2's")
+	wantHeld(t, s, "acme", "bob", "resp_3", now, "bob's")
+}
