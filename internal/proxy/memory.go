@@ -189,7 +189,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		if p.requireKey() {
 			// The key is in the headers: a request without a valid one
 			// is refused before its body (up to MaxBodyBytes, read for
-			// up to bodyReadTimeout) takes any of the gateway's memory.
+			// up to apierr.BodyReadTimeout) takes any of the gateway's memory.
 			// The body's user only names the user, checked below.
 			if _, _, aerr := p.identify(r, ""); aerr != nil {
 				return fail(aerr)
@@ -198,7 +198,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		if aerr := encodedBody(r); aerr != nil {
 			return fail(aerr)
 		}
-		raw, aerr := readBody(w, r, p.opts.MaxBodyBytes)
+		raw, aerr := apierr.ReadBody(w, r, p.opts.MaxBodyBytes)
 		if aerr != nil {
 			return fail(aerr)
 		}
