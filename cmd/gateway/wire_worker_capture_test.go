@@ -304,31 +304,40 @@ func runBinary(t *testing.T, bin, command string, env []string, msg string) (*ex
 }
 
 // storedUserTurns lists the user messages stored in a conversation,
-// through the management API.
+// through the management API, page by page.
 func storedUserTurns(t *testing.T, url, user, conv string) []string {
 	t.Helper()
-	resp, err := http.Get(url + "/v1/memory/conversations/" + conv + "?user=" + user)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound {
-		return nil
-	}
-	var body struct {
-		Messages []struct {
-			Role    string `json:"role"`
-			Content string `json:"content"`
-		} `json:"messages"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, m := range body.Messages {
-		if m.Role == "user" {
-			out = append(out, m.Content)
+	for after := int64(0); ; {
+		resp, err := http.Get(fmt.Sprintf("%s/v1/memory/conversations/%s?user=%s&after=%d", url, conv, user, after))
+		if err != nil {
+			t.Fatal(err)
 		}
+		if resp.StatusCode == http.StatusNotFound {
+			resp.Body.Close()
+			return nil
+		}
+		var body struct {
+			Messages []struct {
+				Role    string `json:"role"`
+				Content string `json:"content"`
+			} `json:"messages"`
+			LastID  int64 `json:"last_id"`
+			HasMore bool  `json:"has_more"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range body.Messages {
+			if m.Role == "user" {
+				out = append(out, m.Content)
+			}
+		}
+		if !body.HasMore {
+			return out
+		}
+		after = body.LastID
 	}
-	return out
 }

@@ -103,7 +103,7 @@ func (g *Gateway) Chat(ctx context.Context, model string, who Who, messages []js
 // StoredMessages returns how many live messages the gateway has stored for
 // the conversation (0 when it does not exist yet).
 func (g *Gateway) StoredMessages(ctx context.Context, user, conversation string) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.URL+"/v1/memory/conversations/"+conversation+"?user="+user, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.URL+"/v1/memory/conversations/"+conversation+"?limit=1&user="+user, nil)
 	if err != nil {
 		return 0, fmt.Errorf("conversation request: %w", err)
 	}
@@ -119,13 +119,17 @@ func (g *Gateway) StoredMessages(ctx context.Context, user, conversation string)
 		b, _ := io.ReadAll(resp.Body)
 		return 0, fmt.Errorf("get conversation: status %d: %s", resp.StatusCode, b)
 	}
+	// The answer holds a page of the messages; the conversation counts
+	// them all.
 	var c struct {
-		Messages []json.RawMessage `json:"messages"`
+		Conversation struct {
+			MessageCount int `json:"message_count"`
+		} `json:"conversation"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
 		return 0, fmt.Errorf("decode conversation: %w", err)
 	}
-	return len(c.Messages), nil
+	return c.Conversation.MessageCount, nil
 }
 
 // WaitStored polls until the conversation holds at least n messages, or ctx

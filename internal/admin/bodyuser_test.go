@@ -35,6 +35,10 @@ func (s *usersStore) Conversation(_ context.Context, id memory.Identity) (memory
 	return memory.Conversation{}, nil, memory.ErrNotFound
 }
 
+func (s *usersStore) ConversationPage(ctx context.Context, id memory.Identity, _ memory.Page) (memory.Conversation, []memory.Message, error) {
+	return s.Conversation(ctx, id)
+}
+
 func (s *usersStore) DeleteConversation(_ context.Context, id memory.Identity) error {
 	s.saw(id.User)
 	return nil

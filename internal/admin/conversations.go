@@ -17,6 +17,9 @@ import (
 type Store interface {
 	Conversations(ctx context.Context, tenant, user string) ([]memory.Conversation, error)
 	Conversation(ctx context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error)
+	// ConversationPage reads one conversation and a page of its live
+	// messages (memory.Page; see ReadPage).
+	ConversationPage(ctx context.Context, id memory.Identity, p memory.Page) (memory.Conversation, []memory.Message, error)
 	DeleteConversation(ctx context.Context, id memory.Identity) error
 	DeleteUser(ctx context.Context, tenant, user string) error
 	// Footprint counts what is stored about a user, table by table.
@@ -93,23 +96,32 @@ func (a *Admin) handleListConversations(c echo.Context) error {
 	return nil
 }
 
-// handleGetConversation serves GET /v1/memory/conversations/{id}?user=U.
+// handleGetConversation serves GET /v1/memory/conversations/{id}?user=U:
+// the conversation and one page of its live messages (ParsePage, ReadPage),
+// with the cursors of an OpenAI list (first_id and last_id, the seqs of
+// the page's first and last messages; has_more).
 func (a *Admin) handleGetConversation(c echo.Context) error {
 	id, aerr := a.storeScope(c, c.QueryParam("user"), userInQuery)
 	if aerr == nil {
 		id.Conversation, aerr = conversationID(c)
 	}
+	var p memory.Page
+	if aerr == nil {
+		p, aerr = ParsePage(c.QueryParams())
+	}
 	if aerr != nil {
 		return aerr
 	}
-	conv, msgs, err := a.store.Conversation(c.Request().Context(), id)
+	page, err := ReadPage(c.Request().Context(), a.store, id, p)
 	if err != nil {
 		return a.storeError(c, err)
 	}
-	if msgs == nil {
-		msgs = []memory.Message{}
+	answer := map[string]any{"conversation": page.Conversation, "messages": page.Messages,
+		"first_id": nil, "last_id": nil, "has_more": page.HasMore}
+	if n := len(page.Messages); n > 0 {
+		answer["first_id"], answer["last_id"] = page.Messages[0].Seq, page.Messages[n-1].Seq
 	}
-	apierr.WriteJSON(c.Response(), http.StatusOK, map[string]any{"conversation": conv, "messages": msgs})
+	apierr.WriteJSON(c.Response(), http.StatusOK, answer)
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 )
 
 // Error types of gateway-originated errors, as OpenAI names them.
@@ -101,11 +102,31 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // bytes arrive.
 const preallocBytes = 64 << 10
 
-// ReadBody reads the request body through http.MaxBytesReader, answering
-// (through the returned error) 413 when it exceeds limit: the handler writes
-// that answer before the server closes the connection, so the client reads a
-// 413 rather than a reset. A declared Content-Length over the limit is
-// refused without reading.
+// BodyReadTimeout bounds reading a request body. The server has no read
+// timeout (it would cut streams that last as long as the model writes), so
+// whatever reads a body sets its connection's read deadline (BodyDeadline).
+const BodyReadTimeout = 60 * time.Second
+
+// BodyDeadline gives the body of the request w answers BodyReadTimeout to
+// arrive, through the connection's read deadline (http.ResponseController;
+// a writer without one, a test's, is left as it is), and returns the
+// function that lifts the deadline once the body is read: a read past it
+// fails, and the handler answers or the connection closes. A client
+// dribbling a body thus holds a goroutine and its buffer for a minute at
+// most.
+func BodyDeadline(w http.ResponseWriter) (lift func()) {
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(BodyReadTimeout)) != nil {
+		return func() {}
+	}
+	return func() { _ = rc.SetReadDeadline(time.Time{}) }
+}
+
+// ReadBody reads the request body through http.MaxBytesReader within
+// BodyReadTimeout, answering (through the returned error) 413 when it
+// exceeds limit: the handler writes that answer before the server closes the
+// connection, so the client reads a 413 rather than a reset. A declared
+// Content-Length over the limit is refused without reading.
 func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *Error) {
 	tooLarge := &Error{Status: http.StatusRequestEntityTooLarge, Type: TypeInvalidRequest, Code: "request_too_large",
 		Message: "The request body exceeds the gateway's limit of " + strconv.FormatInt(limit, 10) + " bytes."}
@@ -115,6 +136,7 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *Err
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
+	defer BodyDeadline(w)()
 	b, err := readGrowing(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
 	if err != nil {
 		var mb *http.MaxBytesError

@@ -158,6 +158,17 @@ func (e *Engine) Conversation(ctx context.Context, id memory.Identity) (memory.C
 	return conv, msgs, err
 }
 
+// ConversationPage reads one conversation and a page of its messages
+// (memory.Page).
+func (e *Engine) ConversationPage(ctx context.Context, id memory.Identity, p memory.Page) (memory.Conversation, []memory.Message, error) {
+	var conv memory.Conversation
+	msgs, err := with(e, func(c *Core) (ms []memory.Message, err error) {
+		conv, ms, err = c.Store.ConversationPage(ctx, id, p)
+		return ms, err
+	})
+	return conv, msgs, err
+}
+
 // DeleteConversation deletes one conversation, twice, for the reason
 // DeleteUser erases twice: a store drops the exchanges received at or
 // before a conversation's deletion (memory.Exchange.Received), but a turn

@@ -50,6 +50,7 @@ type Store interface {
 	Ping(ctx context.Context) error
 	Conversations(ctx context.Context, tenant, user string) ([]memory.Conversation, error)
 	Conversation(ctx context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error)
+	ConversationPage(ctx context.Context, id memory.Identity, p memory.Page) (memory.Conversation, []memory.Message, error)
 	DeleteConversation(ctx context.Context, id memory.Identity) error
 	// ExpireTombstones deletes a few tombstones of conversations never
 	// stored deleted before before (memory.TombstoneHorizon).

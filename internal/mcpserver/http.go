@@ -1,7 +1,9 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,7 +33,8 @@ type tenantKey struct{}
 // OpenAI's error shape and no server is made (a refused key is marked on
 // the request's server.Exchange for the failed-key limiter). The caller
 // puts the browser protections (Host, Origin, Content-Type) in front of
-// it; maxBody caps a request body.
+// it; maxBody caps a request body, which must arrive within
+// apierr.BodyReadTimeout.
 func (s *Service) Handler(resolver IdentityResolver, maxBody int64) http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		tenant, ok := r.Context().Value(tenantKey{}).(string)
@@ -62,6 +65,16 @@ func (s *Service) Handler(resolver IdentityResolver, maxBody int64) http.Handler
 			apierr.Write(w, aerr)
 			return
 		}
+		// The body is read here, as every body the gateway reads: up to
+		// maxBody within apierr.BodyReadTimeout. The SDK would read it
+		// with no deadline, and a deadline left on the connection while
+		// a tool runs would end its request.
+		body, aerr := apierr.ReadBody(w, r, maxBody)
+		if aerr != nil {
+			apierr.Write(w, aerr)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
 	})
 }

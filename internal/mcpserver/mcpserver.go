@@ -25,7 +25,9 @@ import (
 // API's admin.Store).
 type Store interface {
 	Conversations(ctx context.Context, tenant, user string) ([]memory.Conversation, error)
-	Conversation(ctx context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error)
+	// ConversationPage reads a conversation a page at a time
+	// (admin.ReadPage).
+	ConversationPage(ctx context.Context, id memory.Identity, p memory.Page) (memory.Conversation, []memory.Message, error)
 	DeleteUser(ctx context.Context, tenant, user string) error
 }
 

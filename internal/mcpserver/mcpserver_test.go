@@ -36,6 +36,10 @@ func (f *fakeStore) Conversation(_ context.Context, id memory.Identity) (memory.
 	return memory.Conversation{}, nil, memory.ErrNotFound
 }
 
+func (f *fakeStore) ConversationPage(ctx context.Context, id memory.Identity, _ memory.Page) (memory.Conversation, []memory.Message, error) {
+	return f.Conversation(ctx, id)
+}
+
 func (f *fakeStore) DeleteUser(_ context.Context, tenant, user string) error {
 	f.note(tenant, user)
 	f.mu.Lock()

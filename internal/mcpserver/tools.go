@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,6 +36,9 @@ type (
 	conversationInput struct {
 		User         string `json:"user" jsonschema:"the user the conversation belongs to"`
 		Conversation string `json:"conversation" jsonschema:"the conversation id"`
+		Limit        int    `json:"limit,omitempty" jsonschema:"the most messages to read, 1 to 1000 (default 100)"`
+		After        int64  `json:"after,omitempty" jsonschema:"read the messages after this seq (the last_id of the page before)"`
+		Before       int64  `json:"before,omitempty" jsonschema:"read the last messages before this seq (the first_id of the page after)"`
 	}
 	listFactsInput struct {
 		User    string `json:"user" jsonschema:"the user whose facts to list"`
@@ -77,7 +81,7 @@ func (t *tenantTools) register(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "list_conversations", Annotations: annotations("List conversations", true, false),
 		Description: "List a user's conversations, most recently active first."}, t.listConversations)
 	mcp.AddTool(srv, &mcp.Tool{Name: "read_conversation", Annotations: annotations("Read a conversation", true, false),
-		Description: "Read a conversation's stored messages, oldest first."}, t.readConversation)
+		Description: "Read a page of a conversation's stored messages, oldest first; has_more says more follow (read them with after: last_id)."}, t.readConversation)
 	mcp.AddTool(srv, &mcp.Tool{Name: "list_facts", Annotations: annotations("List facts", true, false),
 		Description: "List the facts memgate keeps about a user (current ones, or with history the superseded and expired too)."}, t.listFacts)
 	mcp.AddTool(srv, &mcp.Tool{Name: "add_fact", Annotations: annotations("Add a fact", false, false),
@@ -204,15 +208,26 @@ func (t *tenantTools) readConversation(ctx context.Context, _ *mcp.CallToolReque
 	if err := checkConversation(in.Conversation); err != nil {
 		return nil, nil, err
 	}
-	conv, msgs, err := t.s.deps.Store.Conversation(ctx, memory.Identity{Tenant: t.tenant, User: in.User, Conversation: in.Conversation})
+	p := memory.Page{After: in.After, Before: in.Before, Limit: cmp.Or(in.Limit, admin.DefaultPageMessages)}
+	switch {
+	case p.Limit < 1 || p.Limit > admin.MaxPageMessages:
+		return nil, nil, errInvalid{"limit must be from 1 to " + strconv.Itoa(admin.MaxPageMessages)}
+	case p.After < 0 || p.Before < 0 || (p.After > 0 && p.Before > 0):
+		return nil, nil, errInvalid{"after and before are seqs, one of them at most"}
+	}
+	page, err := admin.ReadPage(ctx, t.s.deps.Store, memory.Identity{Tenant: t.tenant, User: in.User, Conversation: in.Conversation}, p)
 	if err != nil {
 		return nil, nil, t.fail(ctx, "read_conversation", err)
 	}
-	out := make([]message, len(msgs))
-	for i, m := range msgs {
+	out := make([]message, len(page.Messages))
+	for i, m := range page.Messages {
 		out[i] = message{Seq: m.Seq, Role: m.Role, Content: m.Content, CreatedAt: m.CreatedAt}
 	}
-	return result(map[string]any{"conversation": conv, "messages": out})
+	answer := map[string]any{"conversation": page.Conversation, "messages": out, "first_id": nil, "last_id": nil, "has_more": page.HasMore}
+	if n := len(out); n > 0 {
+		answer["first_id"], answer["last_id"] = out[0].Seq, out[n-1].Seq
+	}
+	return result(answer)
 }
 
 func (t *tenantTools) listFacts(ctx context.Context, _ *mcp.CallToolRequest, in listFactsInput) (*mcp.CallToolResult, any, error) {

@@ -194,7 +194,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		if keyed {
 			// The key is in the headers: a request without a valid one
 			// is refused before its body (up to MaxBodyBytes, read for
-			// up to bodyReadTimeout) takes any of the gateway's memory.
+			// up to apierr.BodyReadTimeout) takes any of the gateway's memory.
 			// The headers are resolved once, here; the body's user only
 			// names the user when no header does (below).
 			var aerr *apierr.Error
@@ -205,7 +205,7 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		if aerr := encodedBody(r); aerr != nil {
 			return fail(aerr)
 		}
-		raw, aerr := readBody(w, r, p.opts.MaxBodyBytes)
+		raw, aerr := apierr.ReadBody(w, r, p.opts.MaxBodyBytes)
 		if aerr != nil {
 			return fail(aerr)
 		}

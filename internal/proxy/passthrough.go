@@ -213,7 +213,7 @@ func (p *Proxy) checkBody(c echo.Context, id memory.Identity, named func([]byte)
 	if aerr := encodedBody(r); aerr != nil {
 		return aerr
 	}
-	raw, aerr := readBody(c.Response(), r, p.opts.MaxBodyBytes)
+	raw, aerr := apierr.ReadBody(c.Response(), r, p.opts.MaxBodyBytes)
 	if aerr != nil {
 		return aerr
 	}

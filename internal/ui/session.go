@@ -18,9 +18,12 @@ import (
 // cookieName is the inspector's session cookie.
 const cookieName = "memgate_ui"
 
-// maxSessions bounds the sessions kept: beyond it the least recently used
-// one is forgotten.
-const maxSessions = 1024
+// maxSessions bounds the sessions kept, maxSessionsPerKey those of one key
+// (see sessions.create).
+const (
+	maxSessions       = 1024
+	maxSessionsPerKey = 16
+)
 
 // session is one logged-in browser. The key stays on the server; it is
 // checked again by the Guard on every request.
@@ -65,30 +68,60 @@ func token() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// create starts a session for key.
+// create starts a session for key. The table keeps at most max sessions,
+// and one key at most maxSessionsPerKey: a login past either forgets the
+// expired sessions, then the least recently used session of the key that
+// holds the most (its own key's when that holds as many). A key logging
+// in again and again thus ends its own sessions, never another key's
+// while any key holds more: a tenant's gateway key cannot push the
+// operator out. A wrong key gets no session at all (handleLogin).
 func (s *sessions) create(key string) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	if len(s.m) >= s.max {
-		var oldest *session
-		for _, x := range s.m {
-			if x.expires.Before(now) {
-				delete(s.m, x.id)
-				continue
-			}
-			if oldest == nil || x.expires.Before(oldest.expires) {
-				oldest = x
+	held := map[string]int{}
+	oldest := map[string]*session{}
+	for _, x := range s.m {
+		if !now.Before(x.expires) {
+			delete(s.m, x.id)
+			continue
+		}
+		held[x.key]++
+		if o := oldest[x.key]; o == nil || x.expires.Before(o.expires) {
+			oldest[x.key] = x
+		}
+	}
+	if held[key] >= maxSessionsPerKey || len(s.m) >= s.max {
+		victim := key
+		for k, n := range held {
+			if n > held[victim] || (n == held[victim] && k != victim && oldest[victim] != nil && oldest[k].expires.Before(oldest[victim].expires)) {
+				victim = k
 			}
 		}
-		if len(s.m) >= s.max && oldest != nil {
-			delete(s.m, oldest.id)
+		if held[key] >= maxSessionsPerKey {
+			victim = key
+		}
+		if v := oldest[victim]; v != nil {
+			delete(s.m, v.id)
 		}
 	}
 	ends := now.Add(s.maxAge)
 	ss := &session{id: token(), key: key, csrf: token(), ends: ends, expires: s.until(now, ends)}
 	s.m[ss.id] = ss
 	return ss
+}
+
+// count returns how many sessions key holds.
+func (s *sessions) count(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, x := range s.m {
+		if x.key == key {
+			n++
+		}
+	}
+	return n
 }
 
 // get returns the live session id names, extending its idle timeout up to

@@ -231,9 +231,13 @@ func (u *UI) formBody(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		rc := http.NewResponseController(c.Response())
 		_ = rc.SetReadDeadline(time.Now().Add(formReadTimeout)) // not every writer has one (tests')
-		defer rc.SetReadDeadline(time.Time{})
 		r.Body = http.MaxBytesReader(c.Response(), r.Body, maxFormBytes)
-		if err := r.ParseForm(); err != nil {
+		err := r.ParseForm()
+		// Lifted once the form is read, not after the handler: net/http
+		// then reads the connection in the background, and a deadline
+		// passing there would cancel a long erasure's context.
+		_ = rc.SetReadDeadline(time.Time{})
+		if err != nil {
 			var mb *http.MaxBytesError
 			if errors.As(err, &mb) {
 				return u.renderError(c, http.StatusRequestEntityTooLarge, "The form is larger than the inspector's forms.")

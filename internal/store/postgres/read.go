@@ -88,25 +88,44 @@ func (s *Store) Conversations(ctx context.Context, tenant, user string) ([]memor
 // Conversation returns one conversation and all its live messages in Seq
 // order, read from one snapshot, or memory.ErrNotFound.
 func (s *Store) Conversation(ctx context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error) {
-	defer telemetry.Span(&ctx, "postgres.Conversation")()
+	return s.ConversationPage(ctx, id, memory.Page{})
+}
+
+// ConversationPage returns one conversation, its live message count and a
+// page of its live messages in Seq order (memory.Page), read from one
+// snapshot, or memory.ErrNotFound.
+func (s *Store) ConversationPage(ctx context.Context, id memory.Identity, p memory.Page) (memory.Conversation, []memory.Message, error) {
+	defer telemetry.Span(&ctx, "postgres.ConversationPage")()
 	c := memory.Conversation{Tenant: id.Tenant, User: id.User, ID: id.Conversation}
 	var msgs []memory.Message
+	var limit any // NULL: no limit
+	if p.Limit > 0 {
+		limit = p.Limit
+	}
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `SELECT created_at, updated_at FROM conversations
-			WHERE tenant = $1 AND user_id = $2 AND id = $3`,
-			id.Tenant, id.User, id.Conversation).Scan(&c.CreatedAt, &c.UpdatedAt)
+		err := tx.QueryRow(ctx, `SELECT c.created_at, c.updated_at,
+			       (SELECT count(*) FROM messages m
+			        WHERE m.tenant = c.tenant AND m.user_id = c.user_id AND m.conversation = c.id
+			          AND m.superseded_at IS NULL)
+			FROM conversations c
+			WHERE c.tenant = $1 AND c.user_id = $2 AND c.id = $3`,
+			id.Tenant, id.User, id.Conversation).Scan(&c.CreatedAt, &c.UpdatedAt, &c.MessageCount)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return memory.ErrNotFound
 		}
 		if err != nil {
 			return unavailable(err)
 		}
-		msgs, err = queryMessages(ctx, tx, id, liveMessagesSQL+` ORDER BY seq`)
+		if p.Before > 0 {
+			msgs, err = queryMessages(ctx, tx, id, liveMessagesSQL+` AND seq < $4 ORDER BY seq DESC LIMIT $5`, p.Before, limit)
+			slices.Reverse(msgs)
+			return err
+		}
+		msgs, err = queryMessages(ctx, tx, id, liveMessagesSQL+` AND seq > $4 ORDER BY seq LIMIT $5`, p.After, limit)
 		return err
 	})
 	if err != nil {
 		return memory.Conversation{}, nil, fmt.Errorf("postgres: conversation %s: %w", id.Conversation, unavailable(err))
 	}
-	c.MessageCount = len(msgs)
 	return c, msgs, nil
 }

@@ -104,7 +104,14 @@ func (s *Store) Conversations(ctx context.Context, tenant, user string) ([]memor
 // Conversation returns one conversation and all its live messages in Seq
 // order, read from one snapshot, or memory.ErrNotFound.
 func (s *Store) Conversation(ctx context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error) {
-	defer telemetry.Span(&ctx, "sqlite.Conversation")()
+	return s.ConversationPage(ctx, id, memory.Page{})
+}
+
+// ConversationPage returns one conversation and a page of its live
+// messages in Seq order (memory.Page), read from one snapshot, or
+// memory.ErrNotFound.
+func (s *Store) ConversationPage(ctx context.Context, id memory.Identity, p memory.Page) (memory.Conversation, []memory.Message, error) {
+	defer telemetry.Span(&ctx, "sqlite.ConversationPage")()
 	tx, err := s.read.BeginTx(ctx, nil)
 	if err != nil {
 		return memory.Conversation{}, nil, fmt.Errorf("load conversation: %w", err)
@@ -120,9 +127,20 @@ func (s *Store) Conversation(ctx context.Context, id memory.Identity) (memory.Co
 	if err != nil {
 		return memory.Conversation{}, nil, fmt.Errorf("load conversation: %w", err)
 	}
-	msgs, err := queryMessages(ctx, tx, id, liveMessagesSQL+` ORDER BY seq`)
+	q, arg := liveMessagesSQL+` AND seq > ? ORDER BY seq LIMIT ?`, p.After
+	if p.Before > 0 {
+		q, arg = liveMessagesSQL+` AND seq < ? ORDER BY seq DESC LIMIT ?`, p.Before
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = -1 // SQLite's "no limit"
+	}
+	msgs, err := queryMessages(ctx, tx, id, q, arg, limit)
 	if err != nil {
 		return memory.Conversation{}, nil, fmt.Errorf("load messages: %w", err)
+	}
+	if p.Before > 0 {
+		slices.Reverse(msgs)
 	}
 	if under, err := erasing(ctx, tx, id.Tenant, id.User); err != nil {
 		return memory.Conversation{}, nil, fmt.Errorf("load conversation: %w", err)

@@ -26,6 +26,10 @@ type Store interface {
 	Conversations(ctx context.Context, tenant, user string) ([]memory.Conversation, error)
 	// Conversation returns one conversation and all its live messages, or memory.ErrNotFound.
 	Conversation(ctx context.Context, id memory.Identity) (memory.Conversation, []memory.Message, error)
+	// ConversationPage returns one conversation, its live message count,
+	// and a page of its live messages (memory.Page), or
+	// memory.ErrNotFound (testConversationPages).
+	ConversationPage(ctx context.Context, id memory.Identity, p memory.Page) (memory.Conversation, []memory.Message, error)
 	// DeleteConversation removes a conversation and everything in it, or
 	// memory.ErrNotFound; with a Knowledge store, that includes the facts
 	// (current or superseded, pinned or not) no other conversation or the

@@ -27,6 +27,7 @@ func RunStore(t *testing.T, open func(t *testing.T) Store) {
 		{"UnseenHistory", testUnseenHistory},
 		{"EditAndRegenerate", testEditAndRegenerate},
 		{"Recent", testRecent},
+		{"ConversationPages", testConversationPages},
 		{"ConversationsOrder", testConversationsOrder},
 		{"TenantIsolation", testTenantIsolation},
 		{"DeleteConversation", testDeleteConversation},
@@ -616,5 +617,69 @@ func testSaveResultHoldsStored(t *testing.T, s Store) {
 		[]memory.Message{msg(t, "user", "question 2")}, msg(t, "assistant", "answer 2"))
 	if res := mustSave(t, s, ex); res.Inserted != 3 {
 		t.Fatalf("second save: %+v", res)
+	}
+}
+
+// testConversationPages: pages after a seq and before one walk the live
+// branch in Seq order, each message once, superseded ones left out, and
+// say how many live messages the conversation holds.
+func testConversationPages(t *testing.T, s Store) {
+	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "pages"}
+	var history []memory.Message
+	for n := 1; n <= 4; n++ {
+		ex := exchange(id, fmt.Sprintf("pages-%d", n), n, append([]memory.Message(nil), history...),
+			[]memory.Message{msg(t, "user", fmt.Sprintf("question %d", n))}, msg(t, "assistant", fmt.Sprintf("answer %d", n)))
+		mustSave(t, s, ex)
+		history = append(history, ex.Turn[0], ex.Reply)
+	}
+	// Regenerate the last answer: seqs 7 and 8 leave the live branch.
+	mustSave(t, s, exchange(id, "pages-regen", 5, history[:6], []memory.Message{msg(t, "user", "question 4")}, msg(t, "assistant", "answer 4 again")))
+	_, live := mustConversation(t, s, id)
+	if len(live) != 8 {
+		t.Fatalf("%d live messages, want 8", len(live))
+	}
+	page := func(p memory.Page) []memory.Message {
+		t.Helper()
+		c, msgs, err := s.ConversationPage(testCtx(t), id, p)
+		if err != nil {
+			t.Fatalf("ConversationPage(%+v): %v", p, err)
+		}
+		if c.ID != id.Conversation || c.MessageCount != len(live) {
+			t.Fatalf("ConversationPage(%+v): conversation %+v, want %s with %d messages", p, c, id.Conversation, len(live))
+		}
+		return msgs
+	}
+	var forward, backward []memory.Message
+	for after := int64(0); ; {
+		got := page(memory.Page{After: after, Limit: 3})
+		if len(got) == 0 {
+			break
+		}
+		forward = append(forward, got...)
+		after = got[len(got)-1].Seq
+	}
+	for before := live[len(live)-1].Seq + 1; ; {
+		got := page(memory.Page{Before: before, Limit: 3})
+		if len(got) == 0 {
+			break
+		}
+		backward = append(got, backward...)
+		before = got[0].Seq
+	}
+	for name, got := range map[string][]memory.Message{"after": forward, "before": backward, "no limit": page(memory.Page{})} {
+		if len(got) != len(live) {
+			t.Fatalf("paging %s: %d messages, want %d", name, len(got), len(live))
+		}
+		for i := range got {
+			if got[i].Seq != live[i].Seq || got[i].Content != live[i].Content {
+				t.Fatalf("paging %s: message %d is #%d %q, want #%d %q", name, i, got[i].Seq, got[i].Content, live[i].Seq, live[i].Content)
+			}
+		}
+	}
+	if got := page(memory.Page{After: live[5].Seq, Limit: 1}); len(got) != 1 || got[0].Seq != live[6].Seq || got[0].Seq == live[5].Seq+1 {
+		t.Fatalf("page after #%d skips the superseded messages: got %+v", live[5].Seq, got)
+	}
+	if _, _, err := s.ConversationPage(testCtx(t), memory.Identity{Tenant: "acme", User: "bob", Conversation: "pages"}, memory.Page{Limit: 3}); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("another user's page: %v, want ErrNotFound", err)
 	}
 }
