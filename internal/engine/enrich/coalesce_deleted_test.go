@@ -93,3 +93,69 @@ func TestCoalescedTurnsOfADeletedConversation(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundOfAnErasedAndRecreatedUser: a user is erased while one of
+// their turns still waits for enrichment (another gateway's in-memory
+// queue, a round's deferred turns: what the erasure's purge does not
+// reach), and they chat again. One round takes both turns. The new turn
+// is indexed (and its facts extracted) as any turn of a new user; the old
+// one is not: every write of a round is guarded from its user's earliest
+// exchange in it, so the old turn, left in, made the store refuse the new
+// one's too.
+func TestRoundOfAnErasedAndRecreatedUser(t *testing.T) {
+	for kind, st := range enrichedStores(t) {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			id := memory.Identity{Tenant: "t", User: "recreated-" + kind, Conversation: "c"}
+			save := func(at time.Time, text string) []byte {
+				ex := memory.Exchange{ID: record.NewExchangeID(), Identity: id, At: at,
+					Turn: []memory.Message{{Role: "user", Content: text}}, Reply: memory.Message{Role: "assistant", Content: "Noted."}}
+				res, err := st.SaveExchange(ctx, ex)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p, err := record.EncodeEnrichment(ex, res)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
+			erasing := st.(interface {
+				DeleteUser(context.Context, string, string) error
+				ErasedAt(context.Context, string, string) (time.Time, error)
+			})
+			erased := save(time.Now().Add(-time.Minute), "I keep bees named Ptolemy.")
+			if err := erasing.DeleteUser(ctx, id.Tenant, id.User); err != nil {
+				t.Fatal(err)
+			}
+			at, err := erasing.ErasedAt(ctx, id.Tenant, id.User)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again := save(at.Add(time.Second), "I drink rooibos.")
+			q := record.NewMemoryQueue(0)
+			for _, p := range [][]byte{erased, again} {
+				if err := q.Enqueue(ctx, p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			hooks := []record.Hook{recall.NewIndexer(st, recall.NewLocal(16), nil),
+				CoalesceTurns(recall.NewExtractor(echoingChat{}, st, recall.ExtractorOptions{Model: "m"}, nil))}
+			ds, err := q.Claim(ctx, "a", 10, time.Hour, 0)
+			if err != nil || len(ds) != 2 {
+				t.Fatalf("claimed %d entries (%v), want 2", len(ds), err)
+			}
+			NewEnricher(q, hooks, nil, EnrichOptions{Erased: erasing.ErasedAt}).round(ctx, ds, nil)
+			got := readEnriched(t, st, id)
+			var values []string
+			for _, f := range got.Facts {
+				values = append(values, f.Value)
+			}
+			// The new turn's two messages indexed.
+			if got.Footprint.Items != 2 || len(values) != 1 || values[0] != "I drink rooibos." {
+				t.Fatalf("after the round: %d items, facts %q; want the new turn's messages and its fact indexed, %q",
+					got.Footprint.Items, values, "I drink rooibos.")
+			}
+		})
+	}
+}
