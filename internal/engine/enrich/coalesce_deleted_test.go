@@ -29,6 +29,12 @@ func (echoingChat) CreateChatCompletion(_ context.Context, req openai.ChatComple
 	return openai.ChatCompletionResponse{Choices: []openai.ChatCompletionChoice{{Message: openai.ChatCompletionMessage{Content: string(b)}}}}, nil
 }
 
+// said is an exchange of id at at: the user says text, the reply notes it.
+func said(id memory.Identity, at time.Time, text string) memory.Exchange {
+	return memory.Exchange{ID: record.NewExchangeID(), Identity: id, At: at,
+		Turn: []memory.Message{{Role: "user", Content: text}}, Reply: memory.Message{Role: "assistant", Content: "Noted."}}
+}
+
 // TestCoalescedTurnsOfADeletedConversation: a conversation is deleted
 // while one of its turns still waits for enrichment (a round claimed it
 // before the delete purged the queue, or another gateway's in-memory
@@ -47,17 +53,7 @@ func TestCoalescedTurnsOfADeletedConversation(t *testing.T) {
 				id := memory.Identity{Tenant: "t", User: fmt.Sprintf("u-%s-%v", kind, deletedFirst), Conversation: "c"}
 				at := time.Now().Add(-time.Minute).UTC()
 				save := func(i int, text string) []byte {
-					ex := memory.Exchange{ID: record.NewExchangeID(), Identity: id, At: at.Add(time.Duration(i) * time.Second),
-						Turn: []memory.Message{{Role: "user", Content: text}}, Reply: memory.Message{Role: "assistant", Content: "Noted."}}
-					res, err := st.SaveExchange(ctx, ex)
-					if err != nil {
-						t.Fatal(err)
-					}
-					p, err := record.EncodeEnrichment(ex, res)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return p
+					return savedEnrichment(t, st, said(id, at.Add(time.Duration(i)*time.Second), text))
 				}
 				deleted := save(0, "I keep bees named Ptolemy.")
 				if err := st.(interface {
@@ -107,19 +103,7 @@ func TestRoundOfAnErasedAndRecreatedUser(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			ctx := context.Background()
 			id := memory.Identity{Tenant: "t", User: "recreated-" + kind, Conversation: "c"}
-			save := func(at time.Time, text string) []byte {
-				ex := memory.Exchange{ID: record.NewExchangeID(), Identity: id, At: at,
-					Turn: []memory.Message{{Role: "user", Content: text}}, Reply: memory.Message{Role: "assistant", Content: "Noted."}}
-				res, err := st.SaveExchange(ctx, ex)
-				if err != nil {
-					t.Fatal(err)
-				}
-				p, err := record.EncodeEnrichment(ex, res)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return p
-			}
+			save := func(at time.Time, text string) []byte { return savedEnrichment(t, st, said(id, at, text)) }
 			erasing := st.(interface {
 				DeleteUser(context.Context, string, string) error
 				ErasedAt(context.Context, string, string) (time.Time, error)
