@@ -74,6 +74,13 @@ type Fact struct {
 	// Zero (a write made now: the management API) is not checked. It is
 	// never stored: what a store returns has it zero.
 	GuardSince time.Time `json:"-"`
+	// Covers, on a guarded write, are the keys of the messages of
+	// Conversation the fact may have been stated in besides Source (fact
+	// extraction asks about several turns at once): UpsertFact refuses it
+	// with ErrConflict unless every one is live there, so the words of a
+	// turn deleted since never come back stated in a newer one. Never
+	// stored.
+	Covers []string `json:"-"`
 }
 
 // Current reports whether the fact is true at now: not superseded, not expired.

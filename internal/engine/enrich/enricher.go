@@ -451,6 +451,7 @@ func (e *Enricher) roundOf(ctx context.Context, ds []memory.Delivery, deferred [
 		e.ack(ctx, acks) // the undecodable entries
 		return 0
 	}
+	e.markErased(ctx, all)
 	byConversation(all)
 	exs := make([]memory.Exchange, len(all))
 	for i, c := range all {

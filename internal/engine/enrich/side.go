@@ -318,25 +318,11 @@ func (e *Enricher) dropErased(ctx context.Context, batch []claimed) []claimed {
 	if e.opts.Erased == nil || len(batch) == 0 {
 		return batch
 	}
-	type user struct{ tenant, user string }
-	erased := map[user]time.Time{}
+	voided := e.erasedSince(ctx)
 	var keep, gone []claimed
 	var acks []string
 	for _, c := range batch {
-		ex := c.en.Exchange
-		u := user{ex.Tenant, ex.User}
-		at, ok := erased[u]
-		if !ok {
-			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			var err error
-			if at, err = e.opts.Erased(rctx, u.tenant, u.user); err != nil {
-				e.failures.WithLabelValues("erased").Inc()
-				e.logger.Warn("enricher's side lane cannot read a user's erasure", "err", err)
-			}
-			cancel()
-			erased[u] = at
-		}
-		if !at.IsZero() && (ex.At.IsZero() || !ex.At.After(at)) {
+		if voided(c.en.Exchange) {
 			gone, acks = append(gone, c), append(acks, c.d.ID)
 			continue
 		}
@@ -345,6 +331,50 @@ func (e *Enricher) dropErased(ctx context.Context, batch []claimed) []claimed {
 	e.ack(ctx, acks)
 	e.side.letGo(gone)
 	return keep
+}
+
+// markErased marks Dropped, for the hooks, the entries of all whose user
+// was erased at or after their exchange was said (EnrichOptions.Erased),
+// as a save after the erasure would have: the hooks skip them, and the
+// erasure guard of what they write for the user's other exchanges
+// (record.RunHooks: the earliest of the user's exchanges in the round)
+// comes from the exchanges said since, so the turns of a user who chats
+// again after their erasure are enriched in a round that also holds one
+// from before it (another gateway's in-memory queue, deferred turns: what
+// the erasure's purge does not reach).
+func (e *Enricher) markErased(ctx context.Context, all []claimed) {
+	if e.opts.Erased == nil || len(all) == 0 {
+		return
+	}
+	voided := e.erasedSince(ctx)
+	for i := range all {
+		if voided(all[i].en.Exchange) {
+			all[i].en.Result.Dropped = true
+		}
+	}
+}
+
+// erasedSince returns whether an exchange's user was erased at or after
+// it was said (or it is undated), reading each user's erasure once
+// (EnrichOptions.Erased); a user whose erasure cannot be read is not.
+func (e *Enricher) erasedSince(ctx context.Context) func(memory.Exchange) bool {
+	type user struct{ tenant, user string }
+	erased := map[user]time.Time{}
+	return func(ex memory.Exchange) bool {
+		u := user{ex.Tenant, ex.User}
+		at, ok := erased[u]
+		if !ok {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			var err error
+			if at, err = e.opts.Erased(rctx, u.tenant, u.user); err != nil {
+				e.failures.WithLabelValues("erased").Inc()
+				e.logger.Warn("enricher cannot read a user's erasure", "err", err)
+			}
+			cancel()
+			erased[u] = at
+		}
+		return !at.IsZero() && (ex.At.IsZero() || !ex.At.After(at))
+	}
 }
 
 // notIn returns the entries of all that none of outs holds.

@@ -343,8 +343,16 @@ type exchangeSaver interface {
 // q, as a gateway's capture does.
 func saveForEnrichment(t *testing.T, st exchangeSaver, q record.Queue, ex memory.Exchange) {
 	t.Helper()
-	ctx := context.Background()
-	res, err := st.SaveExchange(ctx, ex)
+	if err := q.Enqueue(context.Background(), savedEnrichment(t, st, ex)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// savedEnrichment stores ex in st and returns its enrichment queue entry,
+// as a gateway's capture makes it.
+func savedEnrichment(t *testing.T, st exchangeSaver, ex memory.Exchange) []byte {
+	t.Helper()
+	res, err := st.SaveExchange(context.Background(), ex)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +360,5 @@ func saveForEnrichment(t *testing.T, st exchangeSaver, q record.Queue, ex memory
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Enqueue(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	return p
 }

@@ -132,7 +132,13 @@ const batchCalls = 4
 // edit of an old message, stored in its place) on its own, so the facts
 // of the new text are stated in that message, when it was said, and go
 // with it when it is edited again. A question the model answered before
-// (answers) is not asked again.
+// (answers) is not asked again. A turn of several stored user messages
+// (CoalesceTurns merges a conversation's turns of a round) has its facts
+// stated in the newest and covering the others (memory.Fact.Covers): when
+// one of them is no longer live — its conversation deleted and started
+// again under the same name between the two turns, or an edit — each
+// message is asked about on its own instead, so the facts of the live
+// ones are kept and those of the others are not written.
 func (e *Extractor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult) error {
 	var qs []asked
 	for i, ex := range exs {
@@ -140,7 +146,7 @@ func (e *Extractor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, r
 			continue
 		}
 		if input := question(ex.Turn); input != "" {
-			qs = append(qs, asked{ex: i, input: input, source: statedIn(results[i]), at: ex.At})
+			qs = append(qs, asked{ex: i, input: input, source: statedIn(results[i]), covers: covered(results[i]), at: ex.At})
 		}
 		for _, m := range results[i].Revised {
 			if input := question([]memory.Message{m}); input != "" {
@@ -148,6 +154,21 @@ func (e *Extractor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, r
 			}
 		}
 	}
+	errs := e.answerAndRecord(ctx, exs, results, qs)
+	var split []asked
+	for k, err := range errs {
+		if errors.Is(err, memory.ErrConflict) && qs[k].covers != nil {
+			errs[k] = nil
+			split = append(split, oneByOne(results[qs[k].ex], qs[k].ex)...)
+		}
+	}
+	return errors.Join(append(errs, e.answerAndRecord(ctx, exs, results, split)...)...)
+}
+
+// answerAndRecord asks the model qs (answers it answered before are
+// reused) and records their facts in order; it returns each question's
+// recording error.
+func (e *Extractor) answerAndRecord(ctx context.Context, exs []memory.Exchange, results []memory.SaveResult, qs []asked) []error {
 	// The answers are kept only if no erasure of their user came since
 	// the batch was read (Answers.Forget ran before the Put: see
 	// cache.PutSince): the enricher's round carries the epoch it took
@@ -171,32 +192,64 @@ func (e *Extractor) AfterSaveBatch(ctx context.Context, exs []memory.Exchange, r
 		}()
 	}
 	wg.Wait()
-	var errs []error
-	for _, q := range qs {
+	errs := make([]error, len(qs))
+	for k, q := range qs {
 		if q.facts != nil {
 			// Kept before it is recorded: a round that cannot record it
 			// now (the store failed, the round was fenced) or cannot
 			// acknowledge it is redone without paying for it again.
 			e.answers.c.PutSince(epoch, q.key, q.facts)
 		}
-		if err := e.record(ctx, exs[q.ex], q, results[q.ex].GuardSince); err != nil {
-			errs = append(errs, err)
-		}
+		errs[k] = e.record(ctx, exs[q.ex], q, results[q.ex].GuardSince)
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // asked is one question AfterSaveBatch puts to the model about exchange
 // exs[ex]: its user text input, the message its facts are stated in
-// (source, "" for none) and when (at; zero: the exchange's time, else
+// (source, "" for none), the other stored messages they may come from
+// (covers, nil for none) and when (at; zero: the exchange's time, else
 // now), with the answer's key and the facts answered.
 type asked struct {
 	ex     int
 	input  string
 	source string
+	covers []string
 	at     time.Time
 	key    answerKey
 	facts  []memory.Fact
+}
+
+// covered returns the keys of the user messages res stored that a
+// question about its whole turn may take facts from, when there are
+// several (nil otherwise: Source alone names them).
+func covered(res memory.SaveResult) []string {
+	var keys []string
+	for _, m := range res.Stored {
+		if m.Role == "user" && !m.Failed() && strings.TrimSpace(m.Content) != "" {
+			keys = append(keys, m.Key)
+		}
+	}
+	if len(keys) < 2 {
+		return nil
+	}
+	return keys
+}
+
+// oneByOne returns the questions about each user message res stored, on
+// its own, stated in it when it was said: what a question about the whole
+// turn of exchange ex becomes when one of its messages is no longer live.
+func oneByOne(res memory.SaveResult, ex int) []asked {
+	var qs []asked
+	for _, m := range res.Stored {
+		if m.Role != "user" || m.Failed() {
+			continue
+		}
+		if input := question([]memory.Message{m}); input != "" {
+			qs = append(qs, asked{ex: ex, input: input, source: m.Key, at: m.CreatedAt})
+		}
+	}
+	return qs
 }
 
 // maxExtractBytes bounds the user text of one exchange sent to the fact
@@ -282,7 +335,7 @@ func (e *Extractor) record(ctx context.Context, ex memory.Exchange, q asked, gua
 		f.Tenant, f.User, f.Conversation = ex.Tenant, ex.User, ex.Conversation
 		f.Mentions = 1
 		f.CreatedAt, f.UpdatedAt = at, at
-		f.GuardSince, f.Source = guard, source
+		f.GuardSince, f.Source, f.Covers = guard, source, q.covers
 		if ttl, ok := e.opts.TTL[f.Type]; ok && ttl > 0 {
 			exp := at.Add(ttl)
 			f.ExpiresAt = &exp
@@ -290,6 +343,9 @@ func (e *Extractor) record(ctx context.Context, ex memory.Exchange, q asked, gua
 		if _, err := e.store.UpsertFact(ctx, f, e.opts.MaxPerUser); err != nil {
 			if errors.Is(err, memory.ErrErased) {
 				return nil // the user was erased since ex was captured: nothing of it is kept
+			}
+			if errors.Is(err, memory.ErrConflict) && q.covers != nil {
+				return err // a message it covers is gone: its messages are asked about one by one
 			}
 			e.m.runs.WithLabelValues("store_error").Inc()
 			return fmt.Errorf("extract facts of %s: upsert: %w", ex.ID, err)

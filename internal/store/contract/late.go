@@ -98,16 +98,51 @@ func CheckCovers[R Row](ctx context.Context, query func(context.Context, string,
 	if s.Covers == nil {
 		return nil
 	}
-	keys := slices.Clone(s.Covers)
+	gone, err := notLive(ctx, query, sql, memory.Identity{Tenant: s.Tenant, User: s.User, Conversation: s.Conversation}, s.Covers, args)
+	if err != nil {
+		return fmt.Errorf("check the messages a summary covers: %w", err)
+	}
+	if gone > 0 {
+		return fmt.Errorf("summary version %d of %s covers %d messages no longer live: %w",
+			s.Version, s.Conversation, gone, memory.ErrConflict)
+	}
+	return nil
+}
+
+// CheckFactCovers refuses a guarded fact whose Covers (the messages it may
+// have been stated in besides its Source) are not all live in its
+// conversation: one was deleted, with its conversation, or edited away
+// since the fact was extracted from it. It returns an error wrapping
+// memory.ErrConflict then, so the extractor asks about the live ones on
+// their own. Run before CheckLate, whose refusal (memory.ErrErased)
+// would drop them all, with the same sql and args as CheckCovers (Covers
+// moved out of the default conversation are not live there either: each
+// asked on its own then moves with its own).
+func CheckFactCovers[R Row](ctx context.Context, query func(context.Context, string, ...any) R, sql string,
+	f memory.Fact, args func(keys []string) any) error {
+	if len(f.Covers) == 0 || f.GuardSince.IsZero() || f.Conversation == "" {
+		return nil
+	}
+	gone, err := notLive(ctx, query, sql, memory.Identity{Tenant: f.Tenant, User: f.User, Conversation: f.Conversation}, f.Covers, args)
+	if err != nil {
+		return fmt.Errorf("check the messages a fact was stated in: %w", err)
+	}
+	if gone > 0 {
+		return fmt.Errorf("fact stated in %d messages of %s no longer live: %w", gone, f.Conversation, memory.ErrConflict)
+	}
+	return nil
+}
+
+// notLive counts the distinct keys that are not live messages of id's
+// conversation, by sql (see CheckCovers).
+func notLive[R Row](ctx context.Context, query func(context.Context, string, ...any) R, sql string,
+	id memory.Identity, keys []string, args func(keys []string) any) (int, error) {
+	keys = slices.Clone(keys)
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
 	var live int
-	if err := query(ctx, sql, s.Tenant, s.User, s.Conversation, args(keys)).Scan(&live); err != nil {
-		return fmt.Errorf("check the messages a summary covers: %w", err)
+	if err := query(ctx, sql, id.Tenant, id.User, id.Conversation, args(keys)).Scan(&live); err != nil {
+		return 0, err
 	}
-	if live != len(keys) {
-		return fmt.Errorf("summary version %d of %s covers %d messages no longer live: %w",
-			s.Version, s.Conversation, len(keys)-live, memory.ErrConflict)
-	}
-	return nil
+	return len(keys) - live, nil
 }

@@ -49,6 +49,9 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 		if _, err := tx.Exec(ctx, factLockSQL, f.Tenant, f.User); err != nil {
 			return fmt.Errorf("lock facts: %w", unavailable(err))
 		}
+		if err := contract.CheckFactCovers(ctx, tx.QueryRow, coversSQL, f, func(keys []string) any { return keys }); err != nil {
+			return unavailable(err)
+		}
 		if err := contract.CheckLate(ctx, tx.QueryRow, lateSQL, contract.FactSource(&f)); err != nil {
 			return unavailable(err)
 		}

@@ -36,6 +36,9 @@ func (s *Store) UpsertFact(ctx context.Context, f memory.Fact, maxPerUser int) (
 		if err := guard(ctx, tx, f.Tenant, f.User, f.GuardSince); err != nil {
 			return err
 		}
+		if err := contract.CheckFactCovers(ctx, tx.QueryRowContext, coversSQL, f, jsonKeys); err != nil {
+			return err
+		}
 		if err := contract.CheckLate(ctx, tx.QueryRowContext, lateSQL, contract.FactSource(&f)); err != nil {
 			return err
 		}
