@@ -461,3 +461,11 @@ func (e *Engine) HeldResponse(ctx context.Context, tenant, user, id string) ([]b
 func (e *Engine) ClaimResponse(ctx context.Context, tenant, id string, owner []byte) (memory.Exchange, error) {
 	return with(e, func(c *Core) (memory.Exchange, error) { return c.Capturer.Claim(ctx, tenant, id, owner) })
 }
+
+// SettleResponse deletes tenant's background response id held for
+// owner (record.Capturer.Settle); ErrNotConnected while the store is
+// down.
+func (e *Engine) SettleResponse(ctx context.Context, tenant, id string, owner []byte) error {
+	_, err := with(e, func(c *Core) (struct{}, error) { return struct{}{}, c.Capturer.Settle(ctx, tenant, id, owner) })
+	return err
+}

@@ -1,7 +1,10 @@
 package memory
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -33,7 +36,32 @@ const (
 	HeldMaxBytes = 64 << 20
 	// HeldTTL is how long a held exchange waits for its answer.
 	HeldTTL = time.Hour
+	// HeldLease is how long a claim keeps a held exchange from other
+	// claims: the claimer deletes it once its turn is durable; a claimer
+	// that crashed, or whose capture did not settle, leaves it to be
+	// claimed again once the lease lapsed (stored again under the same
+	// exchange id, the store finds it stored).
+	HeldLease = time.Minute
 )
+
+// NewExchangeID returns a new random exchange id ("ex-" and 32 hex
+// digits): the key of an exchange and of its messages, unique within any
+// tenant, user and conversation.
+func NewExchangeID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "ex-" + hex.EncodeToString(b[:])
+}
+
+// IsExchangeID reports whether id is one NewExchangeID returns.
+func IsExchangeID(id string) bool {
+	h, ok := strings.CutPrefix(id, "ex-")
+	if !ok || len(h) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(h)
+	return err == nil && strings.ToLower(h) == h
+}
 
 // HeldResponse is the exchange of a background response not answered
 // yet, held until a GET returns the response done.

@@ -7,20 +7,47 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
 )
 
 // fakeHeld is a store of held background exchanges that gateways share
-// (HeldResponses); down makes every call fail.
+// (HeldResponses); down makes every call fail. A claim leases an
+// exchange (leased) until the test lapses the lease (lapse) or it is
+// settled.
 type fakeHeld struct {
-	mu   sync.Mutex
-	down bool
-	m    map[pendingKey]memory.Exchange
+	mu     sync.Mutex
+	down   bool
+	m      map[pendingKey]memory.Exchange
+	leased map[pendingKey]bool
 }
 
-func newFakeHeld() *fakeHeld { return &fakeHeld{m: map[pendingKey]memory.Exchange{}} }
+func newFakeHeld() *fakeHeld {
+	return &fakeHeld{m: map[pendingKey]memory.Exchange{}, leased: map[pendingKey]bool{}}
+}
+
+// lapse lapses every claim's lease.
+func (f *fakeHeld) lapse() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	clear(f.leased)
+}
+
+func (f *fakeHeld) SettleResponse(_ context.Context, tenant, id string, owner []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down {
+		return errHeldDown
+	}
+	k := pendingKey{tenant, id}
+	if ex, ok := f.m[k]; ok && bytes.Equal(owner, memory.UserTombstone(tenant, ex.User)) {
+		delete(f.m, k)
+		delete(f.leased, k)
+	}
+	return nil
+}
 
 var errHeldDown = errors.New("held store down")
 
@@ -31,6 +58,7 @@ func (f *fakeHeld) HoldResponse(_ context.Context, ex memory.Exchange, id string
 		return 0, errHeldDown
 	}
 	f.m[pendingKey{ex.Tenant, id}] = ex
+	delete(f.leased, pendingKey{ex.Tenant, id})
 	return 0, nil
 }
 
@@ -55,10 +83,10 @@ func (f *fakeHeld) ClaimResponse(_ context.Context, tenant, id string, owner []b
 	}
 	k := pendingKey{tenant, id}
 	ex, ok := f.m[k]
-	if !ok || !bytes.Equal(owner, memory.UserTombstone(tenant, ex.User)) {
+	if !ok || f.leased[k] || !bytes.Equal(owner, memory.UserTombstone(tenant, ex.User)) {
 		return memory.Exchange{}, memory.ErrNotFound
 	}
-	delete(f.m, k)
+	f.leased[k] = true
 	return ex, nil
 }
 
@@ -149,5 +177,96 @@ func TestBackgroundResponseCompletedByAGETNamingNoUser(t *testing.T) {
 			g.get(t, "/v1/responses/resp_bg", nil)
 			noCapture(t, g, captured)
 		})
+	}
+}
+
+// ambiguousHeld commits a hold but reports a timeout: a commit whose
+// answer ran past the store's timeout.
+type ambiguousHeld struct{ *fakeHeld }
+
+func (a ambiguousHeld) HoldResponse(ctx context.Context, ex memory.Exchange, id string) (int, error) {
+	_, _ = a.fakeHeld.HoldResponse(ctx, ex, id)
+	return 0, context.DeadlineExceeded
+}
+
+// TestBackgroundHeldAmbiguouslyStoredOnce: a hold that committed though
+// the store reported a timeout is held in the process too; a GET that
+// claims the store's copy settles the process's as well, so a second GET
+// stores nothing.
+func TestBackgroundHeldAmbiguouslyStoredOnce(t *testing.T) {
+	up := newBGUpstream(t)
+	held := newFakeHeld()
+	captured := make(chanCapturer, 4)
+	g := mustGateway(t, up.Server, nil, Deps{Resolver: identity.New(nil), Capturer: captured, Held: ambiguousHeld{held}})
+	ana := map[string]string{"X-Memory-User": "ana"}
+	g.post(t, "/v1/responses", bgRequest, ana)
+	up.set("completed")
+	g.get(t, "/v1/responses/resp_bg", ana)
+	bgCaptured(t, captured)
+	g.get(t, "/v1/responses/resp_bg", ana)
+	noCapture(t, g, captured)
+}
+
+// TestBackgroundHeldCopiesShareTheExchangeID: the store's copy of an
+// ambiguously held exchange, claimed on another gateway, and the POST's
+// gateway's own copy are captured with one exchange id (the store finds
+// the second stored, as a redelivery), its request's id in RequestID.
+func TestBackgroundHeldCopiesShareTheExchangeID(t *testing.T) {
+	up := newBGUpstream(t)
+	held := newFakeHeld()
+	captured := make(chanCapturer, 4)
+	deps := Deps{Resolver: identity.New(nil), Capturer: captured, Held: ambiguousHeld{held}}
+	a, b := mustGateway(t, up.Server, nil, deps), mustGateway(t, up.Server, nil, deps)
+	ana := map[string]string{"X-Memory-User": "ana"}
+	a.post(t, "/v1/responses", bgRequest, ana)
+	up.set("completed")
+	b.get(t, "/v1/responses/resp_bg", ana)
+	first := bgCaptured(t, captured)
+	a.get(t, "/v1/responses/resp_bg", ana)
+	second := bgCaptured(t, captured)
+	if !memory.IsExchangeID(first.ID) || first.ID != second.ID {
+		t.Errorf("copies captured as exchanges %q and %q, want one minted id", first.ID, second.ID)
+	}
+	if first.RequestID == "" || first.RequestID != second.RequestID || first.RequestID == first.ID {
+		t.Errorf("request ids %q and %q (exchange %q), want the POST's in both", first.RequestID, second.RequestID, first.ID)
+	}
+}
+
+// TestBackgroundClaimedNotSettledStaysHeld: a claimed exchange whose
+// capture did not settle stays in the store (a crash now does not lose
+// it), not claimable under the claim's lease; once the lease lapsed the
+// next GET claims it again and captures it under the same exchange id.
+func TestBackgroundClaimedNotSettledStaysHeld(t *testing.T) {
+	up := newBGUpstream(t)
+	held := newFakeHeld()
+	captured := make(unsettledCapturer, 4)
+	g := mustGateway(t, up.Server, nil, Deps{Resolver: identity.New(nil), Capturer: captured, Held: held})
+	ana := map[string]string{"X-Memory-User": "ana"}
+	g.post(t, "/v1/responses", bgRequest, ana)
+	up.set("completed")
+	g.get(t, "/v1/responses/resp_bg", ana)
+	first := <-captured
+	held.mu.Lock()
+	n := len(held.m)
+	held.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("claimed exchange whose capture did not settle: %d held in the store, want it still held", n)
+	}
+	g.get(t, "/v1/responses/resp_bg", ana)
+	g.p.captures.Wait()
+	select {
+	case ex := <-captured:
+		t.Fatalf("captured %+v under another claim's lease, want nothing", ex)
+	default:
+	}
+	held.lapse()
+	g.get(t, "/v1/responses/resp_bg", ana)
+	select {
+	case again := <-captured:
+		if again.ID != first.ID {
+			t.Errorf("claimed again as exchange %q, first %q; want the same id", again.ID, first.ID)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("not claimed again after the lease lapsed")
 	}
 }

@@ -75,6 +75,10 @@ type exchangeCapture struct {
 	// background: the request asked for a background response, which
 	// goes on when its stream is cut off (pending.go).
 	background bool
+	// exID is the exchange's id, minted when it was first held as a
+	// background response's (holdBackground): every copy of it held
+	// carries it, so that storing it more than once finds it stored.
+	exID string
 	// noTools: the request offered no tools (memory.Request.NoTools).
 	noTools bool
 	// stream is set once a 2xx event stream arrived.
@@ -276,13 +280,18 @@ func (c *exchangeCapture) capture(ctx context.Context, reply memory.Message, usa
 
 // exchange is the exchange c captures, its reply still to come.
 func (c *exchangeCapture) exchange() memory.Exchange {
+	id, requestID := c.x.ID(), ""
+	if c.exID != "" {
+		id, requestID = c.exID, c.x.ID()
+	}
 	return memory.Exchange{
-		ID:       c.x.ID(),
-		Identity: c.id,
-		Model:    c.model,
-		Prior:    c.cut.Prior,
-		Turn:     c.cut.Turn,
-		Skipped:  c.cut.Skipped,
+		ID:        id,
+		RequestID: requestID,
+		Identity:  c.id,
+		Model:     c.model,
+		Prior:     c.cut.Prior,
+		Turn:      c.cut.Turn,
+		Skipped:   c.cut.Skipped,
 
 		TurnSkipped: c.cut.TurnSkipped,
 		At:          c.at,

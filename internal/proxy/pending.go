@@ -66,10 +66,16 @@ type HeldResponses interface {
 	// HeldResponse returns the owner of tenant's response id held for
 	// user ("": for any user of the tenant), or memory.ErrNotFound.
 	HeldResponse(ctx context.Context, tenant, user, id string) ([]byte, error)
-	// ClaimResponse takes tenant's response id held for owner, once, or
-	// memory.ErrNotFound (claimed already, or erased);
-	// memory.ErrHeldLapsed when it lapsed.
+	// ClaimResponse takes tenant's response id held for owner under a
+	// lease (memory.HeldLease), or memory.ErrNotFound (settled, under
+	// another claim's lease, or erased); memory.ErrHeldLapsed when it
+	// lapsed. It stays held until SettleResponse: a claimer that crashed,
+	// or whose capture did not settle, leaves it to the next claim after
+	// the lease, which stores it under the same exchange id.
 	ClaimResponse(ctx context.Context, tenant, id string, owner []byte) (memory.Exchange, error)
+	// SettleResponse deletes tenant's response id held for owner: its
+	// turn is durable, or never to be stored.
+	SettleResponse(ctx context.Context, tenant, id string, owner []byte) error
 }
 
 // pendingKey names a background response of a tenant (the provider never
@@ -189,6 +195,15 @@ func (p *pendingResponses) claim(k pendingKey) *exchangeCapture {
 	return e.c
 }
 
+// drop drops k's capture, if held.
+func (p *pendingResponses) drop(k pendingKey) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if el, ok := p.m[k]; ok {
+		p.remove(el)
+	}
+}
+
 // forget drops the captures of tenant's user (erased, or a conversation
 // of theirs deleted).
 func (p *pendingResponses) forget(tenant, user string) {
@@ -210,6 +225,12 @@ func (p *pendingResponses) forget(tenant, user string) {
 // configured (degraded: only a GET reaching this process stores it).
 func (c *exchangeCapture) holdBackground(ctx context.Context, id string) bool {
 	held := c.p.deps.Held
+	if c.exID == "" {
+		// One id for every copy held (the store's, and this process's
+		// when the store's answer was lost): stored twice, it is found
+		// stored.
+		c.exID = memory.NewExchangeID()
+	}
 	if held != nil {
 		given, err := held.HoldResponse(context.WithoutCancel(ctx), c.exchange(), id)
 		if given > 0 {
@@ -342,8 +363,10 @@ func (g *backgroundGet) done(ctx context.Context, reply memory.Message, usage *m
 }
 
 // doneShared is done for an exchange held in the shared store: the claim
-// takes it once, whichever process (or GET) sees the response done first;
-// a claim the store does not answer leaves it held for the next GET.
+// leases it, whichever process (or GET) sees the response done first, and
+// the exchange is deleted once its capture settled; a claim the store
+// does not answer leaves it held for the next GET, a capture that did not
+// settle (or a crash) for the next GET after the lease.
 func (g *backgroundGet) doneShared(ctx context.Context, reply memory.Message, usage *memory.Usage, err error) {
 	ex, cerr := g.p.deps.Held.ClaimResponse(context.WithoutCancel(ctx), g.key.tenant, g.key.id, g.owner)
 	switch {
@@ -358,12 +381,31 @@ func (g *backgroundGet) doneShared(ctx context.Context, reply memory.Message, us
 			slog.String("error", cerr.Error()))
 		return
 	}
+	// A copy held in this process too (the hold's answer was lost) is
+	// the same exchange: this claim settles it.
+	g.p.pending.drop(g.key)
 	if err != nil {
 		g.p.log.LogAttrs(ctx, slog.LevelDebug, "background response ended without an answer: exchange not captured",
-			slog.String("request_id", ex.ID), slog.String("error", err.Error()))
+			slog.String("request_id", ex.RequestID), slog.String("error", err.Error()))
+		g.settle(ctx)
 		return
 	}
-	g.p.captureReply(ctx, ex, reply, usage)
+	if !g.p.captureReply(ctx, ex, reply, usage) {
+		g.p.log.LogAttrs(ctx, slog.LevelWarn, "background response done, but its exchange is not durable yet; it stays held for a claim after the lease",
+			slog.String("request_id", ex.RequestID))
+		return
+	}
+	g.settle(ctx)
+}
+
+// settle deletes the shared store's held exchange g claimed; one the
+// store does not delete is claimed again after the lease and found
+// stored.
+func (g *backgroundGet) settle(ctx context.Context) {
+	if err := g.p.deps.Held.SettleResponse(context.WithoutCancel(ctx), g.key.tenant, g.key.id, g.owner); err != nil {
+		g.p.log.LogAttrs(ctx, slog.LevelDebug, "background response: held exchange not deleted; it is claimed again after the lease",
+			slog.String("error", err.Error()))
+	}
 }
 
 // attach reads a GET's reply for the held capture: a whole JSON reply

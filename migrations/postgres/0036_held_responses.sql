@@ -7,7 +7,10 @@
 -- (memgate_user_tombstone), conversation its conversation's deletion
 -- tombstone key (memgate_conversation_tombstone), by which the erasure
 -- and the deletion delete its rows; exchange is the exchange, prepared
--- (redacted) as it would be stored, its reply still to come.
+-- (redacted) as it would be stored, its reply still to come. A claim
+-- leases the row until claimed_until (NULL: never claimed); the claimer
+-- deletes it once its turn is stored, or it is claimed again after the
+-- lease.
 CREATE TABLE held_responses (
     digest        bytea       PRIMARY KEY,
     tenant_digest bytea       NOT NULL,
@@ -16,7 +19,8 @@ CREATE TABLE held_responses (
     exchange      bytea       NOT NULL,
     size          integer     NOT NULL,
     created_at    timestamptz NOT NULL,
-    expires_at    timestamptz NOT NULL
+    expires_at    timestamptz NOT NULL,
+    claimed_until timestamptz
 );
 
 CREATE INDEX held_responses_tenant ON held_responses (tenant_digest, created_at);

@@ -7,8 +7,10 @@
 -- (contract.UserTombstone), conversation its conversation's deletion
 -- tombstone key (contract.ConversationTombstone), by which the erasure
 -- and the deletion delete its rows; exchange is the exchange, prepared
--- (redacted) as it would be stored, its reply still to come; created_at
--- and expires_at are Unix nanoseconds.
+-- (redacted) as it would be stored, its reply still to come; created_at,
+-- expires_at and claimed_until are Unix nanoseconds. A claim leases the
+-- row until claimed_until (0: never claimed); the claimer deletes it once
+-- its turn is stored, or it is claimed again after the lease.
 CREATE TABLE held_responses (
     digest        BLOB    PRIMARY KEY,
     tenant_digest BLOB    NOT NULL,
@@ -17,7 +19,8 @@ CREATE TABLE held_responses (
     exchange      BLOB    NOT NULL,
     size          INTEGER NOT NULL,
     created_at    INTEGER NOT NULL,
-    expires_at    INTEGER NOT NULL
+    expires_at    INTEGER NOT NULL,
+    claimed_until INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 
 CREATE INDEX held_responses_tenant ON held_responses (tenant_digest, created_at);

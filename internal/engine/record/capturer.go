@@ -2,7 +2,6 @@ package record
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -437,7 +436,9 @@ func (c *Capturer) queueHolds() bool {
 // durable (stored, found stored or queued) or discarded for its user's
 // erasure; false when it was not yet (a crash then loses it), or was
 // dropped or set aside as a dead letter. Capture mints the exchange's ID (a client's request id, if the
-// caller put it in ID, moves to RequestID: it never decides what is stored),
+// caller put it in ID, moves to RequestID: it never decides what is stored;
+// an exchange carrying a RequestID and an ID minted before keeps that ID:
+// withExchangeID),
 // stamps At when zero, sanitizes and redacts the text. It stores ex's
 // history as its caller cut it (memory.CutRequest: ex.Prior and Skipped),
 // counting what the cut left unstored, after it checked what the cut left
@@ -446,10 +447,7 @@ func (c *Capturer) queueHolds() bool {
 // and logged.
 func (c *Capturer) Capture(ctx context.Context, ex memory.Exchange) bool {
 	start := time.Now()
-	if ex.RequestID == "" {
-		ex.RequestID = ex.ID
-	}
-	ex.ID = NewExchangeID()
+	ex = withExchangeID(ex)
 	if ex.At.IsZero() {
 		ex.At = start.UTC()
 	}
@@ -736,10 +734,22 @@ func (c *Capturer) Close(ctx context.Context) error {
 // NewExchangeID returns a new random exchange id ("ex-" and 32 hex digits):
 // the key of an exchange and of its messages, unique within any tenant,
 // user and conversation.
-func NewExchangeID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return "ex-" + hex.EncodeToString(b[:])
+func NewExchangeID() string { return memory.NewExchangeID() }
+
+// withExchangeID gives ex its exchange id: a client's request id in ID
+// moves to RequestID and a new id is minted; an exchange that carries
+// both already — a background exchange, its id minted when it was first
+// held (Hold) — keeps its id, so that storing it again (claimed again, or
+// captured from a copy held in the process too) finds it stored.
+func withExchangeID(ex memory.Exchange) memory.Exchange {
+	if ex.RequestID != "" && memory.IsExchangeID(ex.ID) {
+		return ex
+	}
+	if ex.RequestID == "" {
+		ex.RequestID = ex.ID
+	}
+	ex.ID = NewExchangeID()
+	return ex
 }
 
 // ConvKey names a conversation in a SharedQueue: "q1:" and the hex SHA-256

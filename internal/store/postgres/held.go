@@ -12,7 +12,7 @@ import (
 	"github.com/memgate/memgate/internal/store/contract"
 )
 
-// HoldResponse keeps h until ClaimResponse takes it (storetest.RunHeld): a
+// HoldResponse keeps h until SettleResponse deletes it (storetest.RunHeld): a
 // row of held_responses keyed by memory.HeldDigest of its tenant and
 // response id, in one transaction under the user's erasure guard
 // (memory.ErrErased when the user was erased at or after h.At). A row of
@@ -32,7 +32,7 @@ func (s *Store) HoldResponse(ctx context.Context, h memory.HeldResponse) (int, e
 			(digest, tenant_digest, owner, conversation, exchange, size, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 			ON CONFLICT (digest) DO UPDATE SET tenant_digest = excluded.tenant_digest, owner = excluded.owner,
 				conversation = excluded.conversation, exchange = excluded.exchange, size = excluded.size,
-				created_at = excluded.created_at, expires_at = excluded.expires_at`,
+				created_at = excluded.created_at, expires_at = excluded.expires_at, claimed_until = NULL`,
 			memory.HeldDigest(h.Tenant, h.ID), tenant, contract.UserTombstone(h.Tenant, h.User),
 			contract.ConversationTombstone(h.Identity), h.Exchange, len(h.Exchange), h.At, h.Expires); err != nil {
 			return unavailable(err)
@@ -79,15 +79,18 @@ func (s *Store) HeldOwner(ctx context.Context, tenant, id string, now time.Time)
 	return owner, nil
 }
 
-// ClaimResponse takes tenant's held response id of owner, once: the row
-// is deleted in the statement that reads it, so of claims made at once
-// one alone gets it (the others wait for its lock, then find it gone);
-// memory.ErrNotFound when none is held. A lapsed one is taken all the
-// same, its expiry telling the caller.
-func (s *Store) ClaimResponse(ctx context.Context, tenant, id string, owner []byte) (memory.HeldResponse, error) {
+// ClaimResponse takes tenant's held response id of owner under a lease
+// until until: the row, not under another claim's lease at now, is
+// leased in the statement that reads it, so of claims made at once one
+// alone gets it (the others wait for its lock, then find it leased);
+// memory.ErrNotFound when none is held or it is leased. The row stays
+// until SettleResponse deletes it. A lapsed one is taken all the same,
+// its expiry telling the caller.
+func (s *Store) ClaimResponse(ctx context.Context, tenant, id string, owner []byte, now, until time.Time) (memory.HeldResponse, error) {
 	var h memory.HeldResponse
-	err := s.pool.QueryRow(ctx, `DELETE FROM held_responses WHERE digest = $1 AND owner = $2 RETURNING exchange, expires_at`,
-		memory.HeldDigest(tenant, id), owner).Scan(&h.Exchange, &h.Expires)
+	err := s.pool.QueryRow(ctx, `UPDATE held_responses SET claimed_until = $1
+		WHERE digest = $2 AND owner = $3 AND (claimed_until IS NULL OR claimed_until <= $4) RETURNING exchange, expires_at`,
+		until, memory.HeldDigest(tenant, id), owner, now).Scan(&h.Exchange, &h.Expires)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return h, memory.ErrNotFound
 	}
@@ -95,4 +98,14 @@ func (s *Store) ClaimResponse(ctx context.Context, tenant, id string, owner []by
 		return h, fmt.Errorf("postgres: claim held response: %w", unavailable(err))
 	}
 	return h, nil
+}
+
+// SettleResponse deletes tenant's held response id of owner; none held
+// is no error.
+func (s *Store) SettleResponse(ctx context.Context, tenant, id string, owner []byte) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM held_responses WHERE digest = $1 AND owner = $2`,
+		memory.HeldDigest(tenant, id), owner); err != nil {
+		return fmt.Errorf("postgres: settle held response: %w", unavailable(err))
+	}
+	return nil
 }

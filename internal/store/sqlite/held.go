@@ -11,7 +11,7 @@ import (
 	"github.com/memgate/memgate/internal/store/contract"
 )
 
-// HoldResponse keeps h until ClaimResponse takes it (storetest.RunHeld): a
+// HoldResponse keeps h until SettleResponse deletes it (storetest.RunHeld): a
 // row of held_responses keyed by memory.HeldDigest of its tenant and
 // response id, in one of the writer's transactions, refused with
 // memory.ErrErased when the user was erased at or after h.At. A row of
@@ -79,18 +79,21 @@ func (s *Store) HeldOwner(ctx context.Context, tenant, id string, now time.Time)
 	return owner, nil
 }
 
-// ClaimResponse takes tenant's held response id of owner, once: the row
-// is deleted in the statement that reads it, so of claims made at once
-// one alone gets it; memory.ErrNotFound when none is held. A lapsed one
-// is taken all the same, its expiry telling the caller.
-func (s *Store) ClaimResponse(ctx context.Context, tenant, id string, owner []byte) (memory.HeldResponse, error) {
+// ClaimResponse takes tenant's held response id of owner under a lease
+// until until: the row, not under another claim's lease at now, is
+// leased in the statement that reads it, so of claims made at once one
+// alone gets it; memory.ErrNotFound when none is held or it is leased.
+// The row stays until SettleResponse deletes it. A lapsed one is taken
+// all the same, its expiry telling the caller.
+func (s *Store) ClaimResponse(ctx context.Context, tenant, id string, owner []byte, now, until time.Time) (memory.HeldResponse, error) {
 	var (
 		h       memory.HeldResponse
 		expires int64
 	)
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, `DELETE FROM held_responses WHERE digest = ? AND owner = ? RETURNING exchange, expires_at`,
-			memory.HeldDigest(tenant, id), owner).Scan(&h.Exchange, &expires)
+		return tx.QueryRowContext(ctx, `UPDATE held_responses SET claimed_until = ?
+			WHERE digest = ? AND owner = ? AND claimed_until <= ? RETURNING exchange, expires_at`,
+			nanos(until), memory.HeldDigest(tenant, id), owner, nanos(now)).Scan(&h.Exchange, &expires)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return h, memory.ErrNotFound
@@ -100,4 +103,17 @@ func (s *Store) ClaimResponse(ctx context.Context, tenant, id string, owner []by
 	}
 	h.Expires = time.Unix(0, expires)
 	return h, nil
+}
+
+// SettleResponse deletes tenant's held response id of owner; none held
+// is no error.
+func (s *Store) SettleResponse(ctx context.Context, tenant, id string, owner []byte) error {
+	err := s.inWrite(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM held_responses WHERE digest = ? AND owner = ?`, memory.HeldDigest(tenant, id), owner)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("settle held response: %w", err)
+	}
+	return nil
 }

@@ -16,7 +16,7 @@ import (
 // until their answer (memory.HeldResponse), and erases a user's, and a
 // conversation's, with them.
 type HeldStore interface {
-	// HoldResponse keeps h until ClaimResponse takes it; it refuses, with
+	// HoldResponse keeps h until SettleResponse deletes it; it refuses, with
 	// memory.ErrErased, an exchange whose user was erased at or after
 	// h.At. It gives up the held exchanges lapsed by h.At and the
 	// tenant's oldest past memory.HeldMax rows or memory.HeldMaxBytes
@@ -25,9 +25,13 @@ type HeldStore interface {
 	// HeldOwner returns the owner (memory.UserTombstone) of tenant's held
 	// response id not lapsed by now, or memory.ErrNotFound.
 	HeldOwner(ctx context.Context, tenant, id string, now time.Time) ([]byte, error)
-	// ClaimResponse takes tenant's held response id of owner, once (a
-	// lapsed one too, Expires telling), or memory.ErrNotFound.
-	ClaimResponse(ctx context.Context, tenant, id string, owner []byte) (memory.HeldResponse, error)
+	// ClaimResponse takes tenant's held response id of owner under a
+	// lease until until (a lapsed one too, Expires telling), or
+	// memory.ErrNotFound: none held, or under another claim's lease at
+	// now.
+	ClaimResponse(ctx context.Context, tenant, id string, owner []byte, now, until time.Time) (memory.HeldResponse, error)
+	// SettleResponse deletes tenant's held response id of owner.
+	SettleResponse(ctx context.Context, tenant, id string, owner []byte) error
 	DeleteUser(ctx context.Context, tenant, user string) error
 	DeleteConversation(ctx context.Context, id memory.Identity) error
 }
@@ -42,6 +46,7 @@ func RunHeld(t *testing.T, open func(t *testing.T) HeldStore) {
 	}{
 		{"ClaimedOnce", testHeldClaimedOnce},
 		{"ClaimedOnceAtOnce", testHeldClaimedOnceAtOnce},
+		{"LeasedUntilSettled", testHeldLeased},
 		{"OwnerAndTenantOnly", testHeldOwnerOnly},
 		{"Lapses", testHeldLapses},
 		{"OldestGivenUpPastTheRows", testHeldRows},
@@ -82,7 +87,10 @@ func wantHeld(t *testing.T, s HeldStore, tenant, user, id string, now time.Time,
 	case payload != "" && (err != nil || !bytes.Equal(owner, memory.UserTombstone(tenant, user))):
 		t.Errorf("HeldOwner(%s, %s) = %x, %v; want %s's", tenant, id, owner, err, user)
 	}
-	h, err := s.ClaimResponse(testCtx(t), tenant, id, memory.UserTombstone(tenant, user))
+	h, err := claimHeld(t, s, tenant, user, id, now)
+	if err == nil {
+		settleHeld(t, s, tenant, user, id)
+	}
 	switch {
 	case payload == "" && !errors.Is(err, memory.ErrNotFound):
 		t.Errorf("ClaimResponse(%s/%s, %s) = %q, %v; want memory.ErrNotFound", tenant, user, id, h.Exchange, err)
@@ -91,7 +99,61 @@ func wantHeld(t *testing.T, s HeldStore, tenant, user, id string, now time.Time,
 	}
 }
 
-// testHeldClaimedOnce: a held response is its owner's to claim, once; a
+// claimHeld claims tenant's id for user at now under a lease of
+// memory.HeldLease.
+func claimHeld(t *testing.T, s HeldStore, tenant, user, id string, now time.Time) (memory.HeldResponse, error) {
+	t.Helper()
+	return s.ClaimResponse(testCtx(t), tenant, id, memory.UserTombstone(tenant, user), now, now.Add(memory.HeldLease))
+}
+
+// settleHeld deletes tenant's id held for user.
+func settleHeld(t *testing.T, s HeldStore, tenant, user, id string) {
+	t.Helper()
+	if err := s.SettleResponse(testCtx(t), tenant, id, memory.UserTombstone(tenant, user)); err != nil {
+		t.Fatalf("SettleResponse(%s/%s, %s): %v", tenant, user, id, err)
+	}
+}
+
+// testHeldLeased: a claim leases a held response: no other claim takes
+// it until the lease lapses, it stays held (its claimer may crash before
+// its turn is stored), and a claim after the lease takes it again; once
+// settled it is gone, and settling it again is no error.
+func testHeldLeased(t *testing.T, s HeldStore) {
+	now := time.Now()
+	mustHold(t, s, held("acme", "ana", "c1", "resp_1", now, "x"))
+	if h, err := claimHeld(t, s, "acme", "ana", "resp_1", now); err != nil || string(h.Exchange) != "x" {
+		t.Fatalf("first claim = %q, %v; want x", h.Exchange, err)
+	}
+	within := now.Add(memory.HeldLease - time.Millisecond)
+	if h, err := claimHeld(t, s, "acme", "ana", "resp_1", within); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("claim under another's lease = %q, %v; want memory.ErrNotFound", h.Exchange, err)
+	}
+	if owner, err := s.HeldOwner(testCtx(t), "acme", "resp_1", within); err != nil || !bytes.Equal(owner, memory.UserTombstone("acme", "ana")) {
+		t.Errorf("HeldOwner under a lease = %x, %v; want ana's (still held)", owner, err)
+	}
+	after := now.Add(memory.HeldLease)
+	if h, err := claimHeld(t, s, "acme", "ana", "resp_1", after); err != nil || string(h.Exchange) != "x" {
+		t.Fatalf("claim after the lease lapsed = %q, %v; want x", h.Exchange, err)
+	}
+	if h, err := claimHeld(t, s, "acme", "ana", "resp_1", after); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("claim under the second claim's lease = %q, %v; want memory.ErrNotFound", h.Exchange, err)
+	}
+	settleHeld(t, s, "acme", "ana", "resp_1")
+	settleHeld(t, s, "acme", "ana", "resp_1")
+	later := after.Add(memory.HeldLease)
+	if _, err := s.HeldOwner(testCtx(t), "acme", "resp_1", later); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("HeldOwner once settled = %v, want memory.ErrNotFound", err)
+	}
+	if h, err := claimHeld(t, s, "acme", "ana", "resp_1", later); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("claim once settled = %q, %v; want memory.ErrNotFound", h.Exchange, err)
+	}
+	// A hold of the same id again is claimable at once.
+	mustHold(t, s, held("acme", "ana", "c1", "resp_1", now, "y"))
+	wantHeld(t, s, "acme", "ana", "resp_1", now, "y")
+}
+
+// testHeldClaimedOnce: a held response is its owner's to claim, once
+// settled; a
 // second hold of the same id replaces the first.
 func testHeldClaimedOnce(t *testing.T, s HeldStore) {
 	now := time.Now()
@@ -102,7 +164,7 @@ func testHeldClaimedOnce(t *testing.T, s HeldStore) {
 }
 
 // testHeldClaimedOnceAtOnce: of many claims of one held response made at
-// once (GETs on several gateways), exactly one gets it.
+// once (GETs on several gateways), exactly one gets it (leases it).
 func testHeldClaimedOnceAtOnce(t *testing.T, s HeldStore) {
 	now := time.Now()
 	const claims = 8
@@ -116,7 +178,7 @@ func testHeldClaimedOnceAtOnce(t *testing.T, s HeldStore) {
 		)
 		for range claims {
 			wg.Go(func() {
-				_, err := s.ClaimResponse(testCtx(t), "acme", id, memory.UserTombstone("acme", "ana"))
+				_, err := claimHeld(t, s, "acme", "ana", id, now)
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
@@ -158,10 +220,11 @@ func testHeldLapses(t *testing.T, s HeldStore) {
 	if _, err := s.HeldOwner(testCtx(t), "acme", "resp_1", now.Add(memory.HeldTTL)); !errors.Is(err, memory.ErrNotFound) {
 		t.Errorf("HeldOwner at its expiry = %v, want memory.ErrNotFound", err)
 	}
-	h, err := s.ClaimResponse(testCtx(t), "acme", "resp_1", memory.UserTombstone("acme", "ana"))
+	h, err := claimHeld(t, s, "acme", "ana", "resp_1", now)
 	if err != nil || h.Expires.After(now.Add(memory.HeldTTL)) || h.Expires.Before(now.Add(memory.HeldTTL-time.Second)) {
 		t.Errorf("claim of a lapsed one = %v (expires %v), want it, expiring %v", err, h.Expires, now.Add(memory.HeldTTL))
 	}
+	settleHeld(t, s, "acme", "ana", "resp_1")
 	later := now.Add(memory.HeldTTL + time.Minute)
 	if n := mustHold(t, s, held("acme", "bob", "c2", "resp_3", later, "z")); n != 1 {
 		t.Errorf("a hold after one lapsed gave up %d, want 1 (the lapsed one)", n)
