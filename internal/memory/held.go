@@ -77,6 +77,10 @@ type HeldResponse struct {
 	// At is when the request arrived: an erasure of the user at or after
 	// it refuses the hold (ErrErased).
 	At time.Time
+	// Received is when the gateway received the request
+	// (Exchange.Received): a deletion of its conversation at or after it
+	// refuses the hold (ErrHeldDeleted), as it drops a save.
+	Received time.Time
 	// Expires is when the held exchange is given up.
 	Expires time.Time
 }
@@ -88,4 +92,7 @@ var (
 	// ErrHeldLapsed: the held exchange claimed had lapsed (HeldTTL)
 	// before its answer came.
 	ErrHeldLapsed = errors.New("held background exchange lapsed before its answer")
+	// ErrHeldDeleted: the background exchange's conversation was deleted
+	// since its request arrived; it is never held.
+	ErrHeldDeleted = errors.New("background exchange's conversation deleted since its request arrived")
 )

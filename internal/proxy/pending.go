@@ -61,6 +61,7 @@ type HeldResponses interface {
 	// prepared (redacted) as it will be stored; it returns how many held
 	// exchanges it gave up (lapsed, or past the tenant's bounds).
 	// memory.ErrErased: its user was erased since it arrived;
+	// memory.ErrHeldDeleted: its conversation was deleted since;
 	// memory.ErrHeldTooLarge: it is never held.
 	HoldResponse(ctx context.Context, ex memory.Exchange, id string) (int, error)
 	// HeldResponse returns the owner of tenant's response id held for
@@ -241,8 +242,8 @@ func (c *exchangeCapture) holdBackground(ctx context.Context, id string) bool {
 			c.p.log.LogAttrs(ctx, slog.LevelDebug, "background response: exchange held in the store until its answer",
 				slog.String("request_id", c.x.ID()))
 			return true
-		case errors.Is(err, memory.ErrErased):
-			c.p.log.LogAttrs(ctx, slog.LevelDebug, "background response: user erased since the request arrived; exchange not held",
+		case errors.Is(err, memory.ErrErased), errors.Is(err, memory.ErrHeldDeleted):
+			c.p.log.LogAttrs(ctx, slog.LevelDebug, "background response: user erased or conversation deleted since the request arrived; exchange not held",
 				slog.String("request_id", c.x.ID()))
 			return true
 		case errors.Is(err, memory.ErrHeldTooLarge):

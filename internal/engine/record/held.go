@@ -46,7 +46,8 @@ var ErrNoHeldStore = errors.New("no store of held responses")
 // so no secret is held in the clear; Capture, given it back with its
 // reply, stores it. It returns how many held exchanges the store gave up
 // to hold it (lapsed, or the tenant's oldest past its bounds);
-// memory.ErrErased when its user was erased since its request arrived.
+// memory.ErrErased when its user was erased since its request arrived,
+// memory.ErrHeldDeleted when its conversation was deleted since.
 func (c *Capturer) Hold(ctx context.Context, ex memory.Exchange, id string) (int, error) {
 	if c.opts.Held == nil {
 		return 0, ErrNoHeldStore
@@ -71,7 +72,7 @@ func (c *Capturer) Hold(ctx context.Context, ex memory.Exchange, id string) (int
 	ctx, cancel := context.WithTimeout(ctx, c.opts.OpTimeout)
 	defer cancel()
 	return c.opts.Held.HoldResponse(ctx, memory.HeldResponse{Identity: ex.Identity, ID: id, Exchange: b,
-		At: ex.At, Expires: time.Now().Add(memory.HeldTTL)})
+		At: ex.At, Received: ex.Received, Expires: time.Now().Add(memory.HeldTTL)})
 }
 
 // Held returns the owner of tenant's background response id held for

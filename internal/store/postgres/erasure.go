@@ -39,9 +39,9 @@ import (
 
 // erasedTables are the tables vacuumed after an erasure: those of the
 // user's rows, and those whose rows are keyed by the user's id (the BM25
-// statistics, the revision counters).
+// statistics, the revision counters, the held background exchanges).
 var erasedTables = []string{"messages", "summaries", "facts", "fact_sources", "fact_mentions", "memory_items", "conversations",
-	"memory_item_stats", "memory_term_df", "memory_item_terms", "memory_item_revisions"}
+	"memory_item_stats", "memory_term_df", "memory_item_terms", "memory_item_revisions", "held_responses"}
 
 // ErasedAt returns when the user was last erased, or the zero time when
 // never (storetest.Store).

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -48,6 +49,15 @@ func TestDeleteUserVacuumsInTheBackground(t *testing.T) {
 	}
 	if _, err := s.UpsertFact(ctx, memory.Fact{Tenant: "acme", User: "alice", Type: memory.FactProfile, Key: "city", Value: "Porto", Confidence: 1}, 0); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := s.HoldResponse(ctx, memory.HeldResponse{Identity: id, ID: "resp_1", Exchange: []byte("x"),
+		At: time.Now(), Expires: time.Now().Add(memory.HeldTTL)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"messages", "facts", "held_responses"} { // the tables the user's rows are in
+		if !slices.Contains(erasedTables, table) {
+			t.Errorf("%s, which held the user's rows, is not vacuumed after the erasure", table)
+		}
 	}
 	before := vacuumCounts(t, s)
 	if len(before) != len(erasedTables) {

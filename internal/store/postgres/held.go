@@ -15,7 +15,9 @@ import (
 // HoldResponse keeps h until SettleResponse deletes it (storetest.RunHeld): a
 // row of held_responses keyed by memory.HeldDigest of its tenant and
 // response id, in one transaction under the user's erasure guard
-// (memory.ErrErased when the user was erased at or after h.At). A row of
+// (memory.ErrErased when the user was erased at or after h.At), refused
+// with memory.ErrHeldDeleted when its conversation was deleted at or
+// after h.Received (contract.DeletedSince, as a save). A row of
 // the same key is replaced. It then gives up the rows lapsed by h.At (up
 // to contract.ExpiredStates, skipping those another transaction holds)
 // and the tenant's oldest past memory.HeldMax rows or memory.HeldMaxBytes
@@ -26,6 +28,16 @@ func (s *Store) HoldResponse(ctx context.Context, h memory.HeldResponse) (int, e
 		given = 0
 		if err := guard(ctx, tx, h.Tenant, h.User, h.At); err != nil {
 			return err
+		}
+		var deleted time.Time // zero when there is no row
+		err := tx.QueryRow(ctx, `SELECT deleted_at FROM conversation_tombstones
+			WHERE user_digest = memgate_user_tombstone($1, $2) AND digest = memgate_conversation_tombstone($1, $2, $3)`,
+			h.Tenant, h.User, h.Conversation).Scan(&deleted)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return unavailable(err)
+		}
+		if contract.DeletedSince(memory.Exchange{Received: h.Received}, deleted) {
+			return memory.ErrHeldDeleted
 		}
 		tenant := memory.HeldDigest(h.Tenant, "")
 		if _, err := tx.Exec(ctx, `INSERT INTO held_responses

@@ -14,7 +14,9 @@ import (
 // HoldResponse keeps h until SettleResponse deletes it (storetest.RunHeld): a
 // row of held_responses keyed by memory.HeldDigest of its tenant and
 // response id, in one of the writer's transactions, refused with
-// memory.ErrErased when the user was erased at or after h.At. A row of
+// memory.ErrErased when the user was erased at or after h.At, with
+// memory.ErrHeldDeleted when its conversation was deleted at or after
+// h.Received (contract.DeletedSince, as a save). A row of
 // the same key is replaced. It then gives up the rows lapsed by h.At (up
 // to contract.ExpiredStates) and the tenant's oldest past
 // memory.HeldMax rows or memory.HeldMaxBytes bytes, and returns how many
@@ -25,6 +27,13 @@ func (s *Store) HoldResponse(ctx context.Context, h memory.HeldResponse) (int, e
 		given = 0
 		if err := guard(ctx, tx, h.Tenant, h.User, h.At); err != nil {
 			return err
+		}
+		deleted, err := deletedAt(ctx, tx, h.Identity)
+		if err != nil {
+			return err
+		}
+		if contract.DeletedSince(memory.Exchange{Received: h.Received}, deleted) {
+			return memory.ErrHeldDeleted
 		}
 		tenant := memory.HeldDigest(h.Tenant, "")
 		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO held_responses

@@ -18,7 +18,8 @@ import (
 type HeldStore interface {
 	// HoldResponse keeps h until SettleResponse deletes it; it refuses, with
 	// memory.ErrErased, an exchange whose user was erased at or after
-	// h.At. It gives up the held exchanges lapsed by h.At and the
+	// h.At, and with memory.ErrHeldDeleted one whose conversation was
+	// deleted at or after h.Received. It gives up the held exchanges lapsed by h.At and the
 	// tenant's oldest past memory.HeldMax rows or memory.HeldMaxBytes
 	// bytes, and returns how many it gave up.
 	HoldResponse(ctx context.Context, h memory.HeldResponse) (int, error)
@@ -54,6 +55,7 @@ func RunHeld(t *testing.T, open func(t *testing.T) HeldStore) {
 		{"ErasureRemoves", testHeldErasure},
 		{"ErasedUserRefused", testHeldErasedRefused},
 		{"ConversationDeletionRemoves", testHeldConversationDeleted},
+		{"DeletedConversationRefused", testHeldDeletedRefused},
 	} {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open(t)) })
 	}
@@ -310,4 +312,31 @@ func testHeldConversationDeleted(t *testing.T, s HeldStore) {
 	wantHeld(t, s, "acme", "ana", "resp_1", now, "")
 	wantHeld(t, s, "acme", "ana", "resp_2", now, "c2's")
 	wantHeld(t, s, "acme", "bob", "resp_3", now, "bob's")
+}
+
+// testHeldDeletedRefused: an exchange from a request received before its
+// conversation's deletion is not held (memory.ErrHeldDeleted), as its
+// save would be dropped; one received after it is, and another
+// conversation's is.
+func testHeldDeletedRefused(t *testing.T, s HeldStore) {
+	before := time.Now()
+	c1 := memory.Identity{Tenant: "acme", User: "ana", Conversation: "c1"}
+	if err := s.DeleteConversation(testCtx(t), c1); err != nil && !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("DeleteConversation: %v", err)
+	}
+	h := held("acme", "ana", "c1", "resp_1", before, "x")
+	h.Received = before
+	if _, err := s.HoldResponse(testCtx(t), h); !errors.Is(err, memory.ErrHeldDeleted) {
+		t.Fatalf("HoldResponse received before the deletion = %v, want memory.ErrHeldDeleted", err)
+	}
+	wantHeld(t, s, "acme", "ana", "resp_1", before, "")
+	other := held("acme", "ana", "c2", "resp_2", before, "y")
+	other.Received = before
+	mustHold(t, s, other)
+	wantHeld(t, s, "acme", "ana", "resp_2", before, "y")
+	after := time.Now().Add(time.Millisecond)
+	late := held("acme", "ana", "c1", "resp_3", after, "z")
+	late.Received = after
+	mustHold(t, s, late)
+	wantHeld(t, s, "acme", "ana", "resp_3", after, "z")
 }
