@@ -1,6 +1,7 @@
 -- held_responses holds the exchange of each background response not
 -- answered yet (memory.HeldResponse), until a GET on any gateway process
--- returns it done and claims it, once. Its key is a digest of the tenant
+-- returns it done and claims it (a lease, one claimer at a time), then
+-- deletes it once its turn is stored. Its key is a digest of the tenant
 -- and the provider's response id (memory.HeldDigest), never the id;
 -- tenant_digest (memory.HeldDigest of the tenant alone) bounds a tenant's
 -- rows and bytes; owner is the erasure tombstone key of the tenant's user

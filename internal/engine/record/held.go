@@ -15,8 +15,10 @@ import (
 // they will be stored, until a GET returns the response done
 // (storetest.RunHeld).
 type HeldStore interface {
-	// HoldResponse keeps h until ClaimResponse takes it, refused with
-	// memory.ErrErased when its user was erased at or after h.At; it
+	// HoldResponse keeps h until SettleResponse deletes it, refused with
+	// memory.ErrErased when its user was erased at or after h.At (and
+	// memory.ErrHeldDeleted when its conversation was deleted at or
+	// after h.Received); it
 	// returns how many held exchanges it gave up (lapsed, or past the
 	// tenant's bounds).
 	HoldResponse(ctx context.Context, h memory.HeldResponse) (int, error)
