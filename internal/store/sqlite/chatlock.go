@@ -49,7 +49,7 @@ func (s *Store) LockChats(ctx context.Context, chats []memory.Identity) (memory.
 	for delay := time.Millisecond; ; delay = min(2*delay, chatLockPoll) {
 		took, err := s.tryLockChats(ctx, keys, holder)
 		if err != nil {
-			return 0, nil, fmt.Errorf("sqlite: lock chats: %w", err)
+			return 0, nil, lockErr(ctx, err)
 		}
 		if took {
 			fence, unlock := s.holdChats(keys, holder)
@@ -77,13 +77,25 @@ func (s *Store) TryLockChats(ctx context.Context, chats []memory.Identity) (fenc
 	holder := rand.Text()
 	took, err := s.tryLockChats(ctx, keys, holder)
 	if err != nil {
-		return 0, nil, false, fmt.Errorf("sqlite: lock chats: %w", err)
+		return 0, nil, false, lockErr(ctx, err)
 	}
 	if !took {
 		return 0, nil, false, nil
 	}
 	fence, unlock = s.holdChats(keys, holder)
 	return fence, unlock, true, nil
+}
+
+// lockErr wraps a failed attempt to take chat locks. When ctx ended
+// during the attempt, database/sql rolls its transaction back and the
+// commit reports only sql.ErrTxDone: the error then wraps ctx's error too,
+// so a caller waiting with a deadline sees it (errors.Is) and nothing was
+// taken either way.
+func lockErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("sqlite: lock chats: %w: %w", cerr, err)
+	}
+	return fmt.Errorf("sqlite: lock chats: %w", err)
 }
 
 // tryLockChats takes the locks of keys for holder when no other holder has
