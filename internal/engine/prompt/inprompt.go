@@ -58,10 +58,7 @@ func newPromptTurns(conv string, msgs []memory.Message, resent []string, haveSum
 // other passages. A message before from is not in the prompt (the window
 // dropped it), and a passage may show it.
 func (pt *promptTurns) recallFilter(from int) func(memory.Item) (memory.Item, bool) {
-	shown := func(places map[string]int, s string) bool {
-		i, ok := places[s]
-		return ok && i >= from
-	}
+	shown := func(places map[string]int, s string) bool { return placed(places, s, from, math.MaxInt) }
 	return func(it memory.Item) (memory.Item, bool) {
 		switch {
 		case it.Kind == "message" && shown(pt.keys, it.Ref):
@@ -81,10 +78,7 @@ func (pt *promptTurns) recallFilter(from int) func(memory.Item) (memory.Item, bo
 // them —: whether recallFilter(lo) and recallFilter(hi) may differ on
 // them.
 func (pt *promptTurns) touch(items []memory.Item, lo, hi int) bool {
-	in := func(places map[string]int, s string) bool {
-		i, ok := places[s]
-		return ok && i >= lo && i < hi
-	}
+	in := func(places map[string]int, s string) bool { return placed(places, s, lo, hi-1) }
 	for _, it := range items {
 		if (it.Kind == "message" && in(pt.keys, it.Ref)) || in(pt.texts, strings.TrimSpace(it.Text)) {
 			return true
@@ -97,4 +91,11 @@ func (pt *promptTurns) touch(items []memory.Item, lo, hi int) bool {
 		}
 	}
 	return false
+}
+
+// placed reports whether s's newest place in places is in [lo, hi] (a
+// resent key's, math.MaxInt, is in every range reaching it).
+func placed(places map[string]int, s string, lo, hi int) bool {
+	i, ok := places[s]
+	return ok && i >= lo && i <= hi
 }
