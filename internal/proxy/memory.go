@@ -186,21 +186,14 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 			return nil
 		}
 		x := server.ExchangeOf(r.Context())
-		var (
-			id   memory.Identity
-			mode memory.Mode
-		)
-		keyed := p.requireKey()
-		if keyed {
-			// The key is in the headers: a request without a valid one
-			// is refused before its body (up to MaxBodyBytes, read for
-			// up to apierr.BodyReadTimeout) takes any of the gateway's memory.
-			// The headers are resolved once, here; the body's user only
-			// names the user when no header does (below).
-			var aerr *apierr.Error
-			if id, mode, aerr = p.identify(r, ""); aerr != nil {
-				return fail(aerr)
-			}
+		// The headers (the gateway key, the identity) are resolved once,
+		// before the body: a request they refuse is refused before its
+		// body (up to MaxBodyBytes, read for up to
+		// apierr.BodyReadTimeout) takes any of the gateway's memory. The
+		// body's user names the user only when no header does (below).
+		id, mode, aerr := p.identify(r, "")
+		if aerr != nil {
+			return fail(aerr)
 		}
 		if aerr := encodedBody(r); aerr != nil {
 			return fail(aerr)
@@ -213,10 +206,8 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		if aerr != nil {
 			return fail(aerr)
 		}
-		if keyed {
+		if p.deps.Resolver != nil {
 			id = identity.WithBodyUser(id, req.User)
-		} else if id, mode, aerr = p.identify(r, req.User); aerr != nil {
-			return fail(aerr)
 		}
 		// The user's key in the prints of their exchanges, read by the
 		// check below and written by capture (zero when off).
