@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -231,6 +233,14 @@ type redisGate struct {
 	dark   bool
 	conns  []net.Conn // the clients' connections accepted so far
 	gaveUp int        // connections their client closed while dark
+	// dropped are the commands clients sent while dark, in arrival order.
+	dropped []gateCommand
+}
+
+// gateCommand is a command a redisGate dropped: its name, and when it came.
+type gateCommand struct {
+	name string
+	at   time.Time
 }
 
 // newRedisGate returns a lit gate in front of the Redis at redisURL,
@@ -302,6 +312,9 @@ func (g *redisGate) pipe(src, dst net.Conn, fromClient bool) {
 			return
 		}
 		if dark || dst == nil {
+			if fromClient && n > 0 {
+				g.drop(buf[:n])
+			}
 			continue
 		}
 		if _, err := dst.Write(buf[:n]); err != nil {
@@ -309,6 +322,34 @@ func (g *redisGate) pipe(src, dst net.Conn, fromClient bool) {
 			return
 		}
 	}
+}
+
+// respCommand matches the start of a RESP command: an array whose first
+// element is a bulk string, the command's name.
+var respCommand = regexp.MustCompile(`\*[0-9]+\r\n\$[0-9]+\r\n([A-Za-z]+)\r\n`)
+
+// drop records the commands in b, which a client sent while g was dark.
+func (g *redisGate) drop(b []byte) {
+	at := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, m := range respCommand.FindAllSubmatch(b, -1) {
+		g.dropped = append(g.dropped, gateCommand{name: strings.ToUpper(string(m[1])), at: at})
+	}
+}
+
+// droppedBetween returns the names of the commands g dropped from from to
+// to, each with how often it came.
+func (g *redisGate) droppedBetween(from, to time.Time) map[string]int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := map[string]int{}
+	for _, c := range g.dropped {
+		if !c.at.Before(from) && !c.at.After(to) {
+			out[c.name]++
+		}
+	}
+	return out
 }
 
 // darken makes g drop everything, counting anew the attempts given up.

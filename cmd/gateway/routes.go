@@ -65,12 +65,17 @@ type gatewayHTTP struct {
 // newHTTP wires the HTTP side over eng: the server (whose metrics, the Go
 // and process collectors and eng's, reg holds and /metrics serves), the
 // proxy forwarding /v1, the management API, MCP and the web inspector.
-// rdb is the process's client of the Redis beside PostgreSQL (openRedis;
+// conn is the process's client of the Redis beside PostgreSQL (openRedis;
 // nil: none), through which the gateway processes share the prints of
 // exchanges (openPrints) and the users seen resending their history
-// (redis.Resenders); without it each process keeps its own.
-func newHTTP(cfg config.Config, eng *engine.Engine, rdb *redis.Client, tr *tracing.Tracing, reg *prometheus.Registry, logger *slog.Logger) (*gatewayHTTP, error) {
-	for _, c := range append([]prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}, eng.Collectors()...) {
+// (redis.Resenders); without it each process keeps its own. reg holds its
+// breaker's metrics too.
+func newHTTP(cfg config.Config, eng *engine.Engine, conn *redisConn, tr *tracing.Tracing, reg *prometheus.Registry, logger *slog.Logger) (*gatewayHTTP, error) {
+	cs := append([]prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}, eng.Collectors()...)
+	if conn != nil {
+		cs = append(cs, conn.breaker.Collectors()...)
+	}
+	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
@@ -106,12 +111,12 @@ func newHTTP(cfg config.Config, eng *engine.Engine, rdb *redis.Client, tr *traci
 	}
 	up, br := cfg.Upstream, cfg.Upstream.Breaker
 	var shared proxy.PrintStore // nil, not a nil *redis.Prints
-	if prints := openPrints(cfg, rdb); prints != nil {
+	if prints := openPrints(cfg, conn); prints != nil {
 		shared = prints
 	}
 	var resenders proxy.ResenderStore // likewise
-	if rdb != nil {
-		resenders = redis.NewResenders(rdb, cfg.Store.RedisPrefix)
+	if conn != nil {
+		resenders = redis.NewResenders(conn.client, cfg.Store.RedisPrefix, conn.breaker)
 	}
 	p, err := proxy.New(proxy.Options{
 		Upstream: proxy.Upstream{BaseURL: up.BaseURL, APIKey: up.APIKey, ConnectTimeout: up.ConnectTimeout.D(), FirstByteTimeout: up.FirstByteTimeout.D(),

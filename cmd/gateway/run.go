@@ -152,20 +152,20 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 	// the proxy's shared prints and resenders. Closed last: the erasures the engine
 	// serves or notices reach the shared prints until the engine is
 	// closed, and a store the engine opens again borrows it again.
-	rdb, err := openRedis(cfg)
+	rc, err := openRedis(cfg, logger)
 	if err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
-	if rdb != nil {
-		defer rdb.Close()
+	if rc != nil {
+		defer rc.Close()
 	}
-	g, err := newHTTP(cfg, eng, rdb, tr, reg, logger)
+	g, err := newHTTP(cfg, eng, rc, tr, reg, logger)
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
 	if err := eng.Start(ctx, func(ctx context.Context) (*engine.Core, error) {
 		// An erasure makes the proxy forget the user's prints too.
-		m, err := openMemory(ctx, cfg, rdb, counter, g.proxy, logger)
+		m, err := openMemory(ctx, cfg, rc, counter, g.proxy, logger)
 		if err != nil {
 			return nil, err
 		}

@@ -124,10 +124,11 @@ func (b *backend) close() error {
 // openStore opens the configured store, applying its migrations, and its
 // queues: SQLite's outboxes; PostgreSQL's Redis streams and embedding
 // cache when store.redis_url is set, else queues in this process's memory.
-// The Redis ones go over rdb, the process's client of store.redis_url
-// (openRedis), which the backend borrows and never closes; nil: the
-// backend opens a client of its own and closes it with the rest.
-func openStore(ctx context.Context, cfg config.Config, rdb *redis.Client, logger *slog.Logger) (*backend, error) {
+// The Redis ones go over rc, the process's client of store.redis_url and
+// its breaker (openRedis), which the backend borrows and never closes;
+// nil: the backend opens a client of its own (its breaker's metrics among
+// the backend's) and closes it with the rest.
+func openStore(ctx context.Context, cfg config.Config, rc *redisConn, logger *slog.Logger) (*backend, error) {
 	c := cfg.Memory.Cache
 	lim := itemindex.Limits{Vectors: c.VectorsMB << 20, Texts: c.TextsMB << 20, Items: c.ItemsMB << 20, Windows: c.TurnsMB << 20}
 	emb := recall.NewEmbeddingCache(recall.DefaultEmbeddingBytes)
@@ -153,14 +154,15 @@ func openStore(ctx context.Context, cfg config.Config, rdb *redis.Client, logger
 		if sc.RedisURL == "" {
 			return b, nil
 		}
-		if rdb == nil {
-			if rdb, err = redis.NewClient(sc.RedisURL); err != nil {
+		if rc == nil {
+			if rc, err = openRedis(cfg, logger); err != nil {
 				return nil, errors.Join(err, b.close())
 			}
-			b.closers = append(b.closers, rdb.Close)
+			b.closers = append(b.closers, rc.Close)
+			b.collectors = rc.breaker.Collectors()
 		}
-		b.erasures = redis.NewErasures(rdb, sc.RedisPrefix, logger)
-		q, err := redis.NewQueue(ctx, rdb, redis.QueueConfig{Prefix: sc.RedisPrefix, Logger: logger})
+		b.erasures = redis.NewErasures(rc.client, sc.RedisPrefix, logger)
+		q, err := redis.NewQueue(ctx, rc.client, redis.QueueConfig{Prefix: sc.RedisPrefix, Logger: logger, Breaker: rc.breaker})
 		if err != nil {
 			// Redis down at start-up: serve anyway, saving captures directly.
 			logger.Warn("redis queue unavailable at start-up; capturing directly to postgres", "error", err)
@@ -179,36 +181,55 @@ func openStore(ctx context.Context, cfg config.Config, rdb *redis.Client, logger
 		b.prune = []record.ConsumerPruner{q, eq}
 		b.closers = append(b.closers, q.Close)
 		b.queue, b.lease, b.shared, b.scrubber, b.durable = q, q, q, q, true
-		b.collectors = q.Collectors()
+		b.collectors = append(b.collectors, q.Collectors()...)
 		return b, nil
 	}
 	return nil, fmt.Errorf("store.driver %q: %w", cfg.Store.Driver, memory.ErrInvalid)
 }
 
+// redisConn is a process's client of the Redis beside PostgreSQL and the
+// breaker its request-path calls share (redis.Breaker): once one of them
+// times out, a chat request skips the others until Redis answers again.
+type redisConn struct {
+	client  *redis.Client
+	breaker *redis.Breaker
+}
+
+// Close stops the breaker's probe, then closes the client.
+func (c *redisConn) Close() error {
+	c.breaker.Close()
+	return c.client.Close()
+}
+
 // openRedis returns the client of the Redis beside PostgreSQL
-// (store.redis_url) that a serving process's Redis users share: the
-// capture and enrichment queues and the erasure notices (openStore), and
-// the prints of users' newest exchanges (openPrints) and the users seen
-// resending their history (newHTTP); nil without one.
+// (store.redis_url) that a serving process's Redis users share, with its
+// breaker: the capture and enrichment queues and the erasure notices
+// (openStore), and the prints of users' newest exchanges (openPrints) and
+// the users seen resending their history (newHTTP); nil without one.
 // It does not connect until first used. The caller closes it once, after
 // all of them.
-func openRedis(cfg config.Config) (*redis.Client, error) {
-	if sc := cfg.Store; sc.Driver == "postgres" && sc.RedisURL != "" {
-		return redis.NewClient(sc.RedisURL)
+func openRedis(cfg config.Config, logger *slog.Logger) (*redisConn, error) {
+	sc := cfg.Store
+	if sc.Driver != "postgres" || sc.RedisURL == "" {
+		return nil, nil
 	}
-	return nil, nil
+	rdb, err := redis.NewClient(sc.RedisURL)
+	if err != nil {
+		return nil, err
+	}
+	return &redisConn{client: rdb, breaker: redis.NewBreaker(rdb, logger)}, nil
 }
 
 // openPrints returns the prints of users' newest exchanges that the
 // gateway processes share, so that an app's request about a chat is told
-// on any of them (proxy.PrintStore): over rdb, the client of the Redis
+// on any of them (proxy.PrintStore): over rc, the client of the Redis
 // beside PostgreSQL (openRedis), when capture.skip_transcripts is on;
 // else nil (each process's own).
-func openPrints(cfg config.Config, rdb *redis.Client) *redis.Prints {
-	if rdb == nil || !cfg.Capture.SkipTranscripts {
+func openPrints(cfg config.Config, rc *redisConn) *redis.Prints {
+	if rc == nil || !cfg.Capture.SkipTranscripts {
 		return nil
 	}
-	return redis.NewPrints(rdb, cfg.Store.RedisPrefix)
+	return redis.NewPrints(rc.client, cfg.Store.RedisPrefix, rc.breaker)
 }
 
 // memoryLayer is the wired memory core with the wiring's view of it.
@@ -233,10 +254,10 @@ type memoryLayer struct {
 // user too: what the process keeps of them outside the memory core (the
 // proxy's prints of their exchanges; nil: nothing). A store it
 // cannot open is engine.ErrStoreDown (storeOpenError), except one
-// retrying would not help, which serve refuses. rdb is the process's
+// retrying would not help, which serve refuses. rc is the process's
 // Redis client, which the store borrows (see openStore; nil: its own).
-func openMemory(ctx context.Context, cfg config.Config, rdb *redis.Client, counter *tokens.Counter, forget cache.Forgetter, logger *slog.Logger) (*memoryLayer, error) {
-	b, err := openStore(ctx, cfg, rdb, logger)
+func openMemory(ctx context.Context, cfg config.Config, rc *redisConn, counter *tokens.Counter, forget cache.Forgetter, logger *slog.Logger) (*memoryLayer, error) {
+	b, err := openStore(ctx, cfg, rc, logger)
 	if err != nil {
 		return nil, storeOpenError(err)
 	}

@@ -35,8 +35,8 @@ func hostOf(t *testing.T, raw string) string {
 	return u.Host
 }
 
-// metricValue scrapes /metrics for the first sample line starting with name.
-func metricValue(t *testing.T, base, name string) string {
+// metricLines scrapes /metrics and returns its lines.
+func metricLines(t *testing.T, base string) []string {
 	t.Helper()
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
@@ -44,7 +44,13 @@ func metricValue(t *testing.T, base, name string) string {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
+	return strings.Split(string(b), "\n")
+}
+
+// metricValue scrapes /metrics for the first sample line starting with name.
+func metricValue(t *testing.T, base, name string) string {
+	t.Helper()
+	for _, line := range metricLines(t, base) {
 		if strings.HasPrefix(line, name) {
 			f := strings.Fields(line)
 			return f[len(f)-1]

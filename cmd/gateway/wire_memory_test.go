@@ -118,7 +118,7 @@ func startGatewayWith(t testing.TB, cfg config.Config, tr *tracing.Tracing) *tes
 	// Wired as serve wires it: one Redis client (closed after the
 	// gateway stops), the HTTP side first, with the prints the processes
 	// share, then the memory core whose erasures reach them.
-	rdb, err := openRedis(cfg)
+	rdb, err := openRedis(cfg, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,15 +26,16 @@ func TestOneRedisClientServesStoreAndPrints(t *testing.T) {
 	cfg.Store.PostgresURL = testenv.PostgresURL(t)
 	cfg.Store.RedisURL = testenv.RedisURL(t)
 	cfg.Store.RedisPrefix = testenv.RedisPrefix(t)
-	rdb, err := openRedis(cfg)
-	if err != nil || rdb == nil {
-		t.Fatalf("openRedis = %v, %v; want a client", rdb, err)
+	conn, err := openRedis(cfg, slog.New(slog.DiscardHandler))
+	if err != nil || conn == nil {
+		t.Fatalf("openRedis = %v, %v; want a client", conn, err)
 	}
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := conn.client
+	t.Cleanup(func() { _ = conn.Close() })
 	gets := func() uint32 { s := rdb.PoolStats(); return s.Hits + s.Misses }
 
 	before := gets()
-	b, err := openStore(ctx, cfg, rdb, slog.New(slog.DiscardHandler))
+	b, err := openStore(ctx, cfg, conn, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestOneRedisClientServesStoreAndPrints(t *testing.T) {
 		t.Error("the store's queue did not go through the process's client")
 	}
 
-	prints := openPrints(cfg, rdb)
+	prints := openPrints(cfg, conn)
 	if prints == nil {
 		t.Fatal("no shared prints with Redis and capture.skip_transcripts on")
 	}
@@ -85,7 +86,7 @@ func TestSharedPrintsNeedRedis(t *testing.T) {
 	pgOnly := config.Default()
 	pgOnly.Store.Driver, pgOnly.Store.PostgresURL = "postgres", "postgres://127.0.0.1:1/none"
 	for name, cfg := range map[string]config.Config{"sqlite": sqlite, "postgres without redis": pgOnly} {
-		if rdb, err := openRedis(cfg); rdb != nil || err != nil {
+		if rdb, err := openRedis(cfg, slog.New(slog.DiscardHandler)); rdb != nil || err != nil {
 			t.Errorf("%s: openRedis = %v, %v; want none", name, rdb, err)
 		}
 		if p := openPrints(cfg, nil); p != nil {
@@ -99,7 +100,7 @@ func TestSharedPrintsNeedRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rdb.Close()
-	if p := openPrints(off, rdb); p != nil {
+	if p := openPrints(off, &redisConn{client: rdb}); p != nil {
 		t.Error("shared prints with capture.skip_transcripts off")
 	}
 }

@@ -67,11 +67,12 @@ func (q *Queue) Lease(ctx context.Context, consumer string, ttl time.Duration) (
 }
 
 // Sibling returns a queue on another stream next to q's (same client,
-// prefix, group and MaxLen, and the append-only file rewrites of Scrub),
+// prefix, group and MaxLen, the append-only file rewrites of Scrub and the
+// breaker),
 // creating its group: the enrichment stream beside the capture stream.
 func (q *Queue) Sibling(ctx context.Context, stream string) (*Queue, error) {
 	base := strings.TrimSuffix(q.legacy, q.name)
-	s := newQueue(q.rdb, base+stream, stream, q.group, q.maxLen, q.aof)
+	s := newQueue(q.rdb, base+stream, stream, q.group, q.maxLen, q.aof, q.breaker)
 	if err := s.createGroup(ctx); err != nil {
 		return nil, err
 	}

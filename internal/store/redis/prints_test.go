@@ -19,7 +19,7 @@ func TestPrintsKeepTheNewestAndExpire(t *testing.T) {
 	ctx := context.Background()
 	rdb := mustClient(t)
 	prefix := testenv.RedisPrefix(t)
-	p := NewPrints(rdb, prefix)
+	p := NewPrints(rdb, prefix, nil)
 	ana, bob := sha256.Sum256([]byte("ana")), sha256.Sum256([]byte("bob"))
 	if got, err := p.Prints(ctx, ana); err != nil || len(got) != 0 {
 		t.Fatalf("no prints yet: %q, %v", got, err)
@@ -75,7 +75,7 @@ func TestPrintsKeepTheNewestAndExpire(t *testing.T) {
 // rather than answering that the user has no prints.
 func TestPrintsFailWithoutRedis(t *testing.T) {
 	rdb, ctx := mustUnreachableClient(t)
-	p := NewPrints(rdb, "x:")
+	p := NewPrints(rdb, "x:", nil)
 	k := sha256.Sum256([]byte("ana"))
 	if _, err := p.Prints(ctx, k); err == nil {
 		t.Error("Prints answered without Redis")

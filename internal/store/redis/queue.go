@@ -61,6 +61,10 @@ type QueueConfig struct {
 	// Logger receives what the queue logs (the append-only file rewrites
 	// after a purge: aof.go); nil: nothing is logged.
 	Logger *slog.Logger
+	// Breaker guards the calls a chat request waits for (Queued,
+	// EnqueueTurn, Enqueue, EnqueueBatch), shared with the queue's
+	// siblings; nil: none.
+	Breaker *Breaker
 }
 
 // payloadField is the stream entry field that held the payload inline in
@@ -99,6 +103,9 @@ type Queue struct {
 	// aof rewrites Redis's append-only file after a purge (Scrub),
 	// shared with the queue's siblings.
 	aof *aofRewriter
+	// breaker guards the calls a chat request waits for, shared with
+	// the queue's siblings (nil: none).
+	breaker *Breaker
 }
 
 // NewQueue returns a queue on rdb and creates its consumer group (and the
@@ -115,7 +122,7 @@ func NewQueue(ctx context.Context, rdb redis.UniversalClient, cfg QueueConfig) (
 	if cfg.MaxLen < 0 {
 		return nil, fmt.Errorf("redis: %w: negative MaxLen %d", memory.ErrInvalid, cfg.MaxLen)
 	}
-	q := newQueue(rdb, cfg.Prefix+cfg.Stream, cfg.Stream, cfg.Group, cfg.MaxLen, newAOFRewriter(rdb, cfg.Prefix+cfg.Stream+":aof-due", cfg.Logger))
+	q := newQueue(rdb, cfg.Prefix+cfg.Stream, cfg.Stream, cfg.Group, cfg.MaxLen, newAOFRewriter(rdb, cfg.Prefix+cfg.Stream+":aof-due", cfg.Logger), cfg.Breaker)
 	if err := q.createGroup(ctx); err != nil {
 		return nil, err
 	}
@@ -123,8 +130,8 @@ func NewQueue(ctx context.Context, rdb redis.UniversalClient, cfg QueueConfig) (
 }
 
 // newQueue returns a queue whose legacy stream is legacy.
-func newQueue(rdb redis.UniversalClient, legacy, name, group string, maxLen int64, aof *aofRewriter) *Queue {
-	return &Queue{rdb: rdb, legacy: legacy, stream: legacy + streamVersion, name: name, group: group, maxLen: maxLen, aof: aof}
+func newQueue(rdb redis.UniversalClient, legacy, name, group string, maxLen int64, aof *aofRewriter, breaker *Breaker) *Queue {
+	return &Queue{rdb: rdb, legacy: legacy, stream: legacy + streamVersion, name: name, group: group, maxLen: maxLen, aof: aof, breaker: breaker}
 }
 
 // Scrub asks Redis, in the background, to rewrite its append-only file if
@@ -158,18 +165,19 @@ func (q *Queue) createGroup(ctx context.Context) error {
 }
 
 // Enqueue appends payload to the stream, with its payload key, in one
-// round trip.
+// round trip (skipped while the breaker is open).
 func (q *Queue) Enqueue(ctx context.Context, payload []byte) error {
-	if err := q.enqueue(ctx, nil, [][]byte{payload}); err != nil {
+	if err := q.breaker.do(ctx, "enqueue_"+q.name, func(ctx context.Context) error { return q.enqueue(ctx, nil, [][]byte{payload}) }); err != nil {
 		return fmt.Errorf("redis: enqueue: %w", err)
 	}
 	return nil
 }
 
 // EnqueueBatch appends payloads in order, in one round trip that Redis
-// runs as a whole: all of them or none.
+// runs as a whole: all of them or none (skipped while the breaker is
+// open).
 func (q *Queue) EnqueueBatch(ctx context.Context, payloads [][]byte) error {
-	if err := q.enqueue(ctx, nil, payloads); err != nil {
+	if err := q.breaker.do(ctx, "enqueue_"+q.name, func(ctx context.Context) error { return q.enqueue(ctx, nil, payloads) }); err != nil {
 		return fmt.Errorf("redis: enqueue batch: %w", err)
 	}
 	return nil

@@ -16,14 +16,16 @@ import (
 // holding "1" and expiring as a whole, each write refreshing it. It is
 // safe for concurrent use.
 type Resenders struct {
-	rdb    *Client
-	prefix string
+	rdb     *Client
+	prefix  string
+	breaker *Breaker
 }
 
 // NewResenders returns the shared resenders of the deployment whose Redis
-// keys start with prefix (e.g. "memgate:").
-func NewResenders(rdb *Client, prefix string) *Resenders {
-	return &Resenders{rdb: rdb, prefix: prefix}
+// keys start with prefix (e.g. "memgate:"), their reads and writes
+// guarded by breaker (nil: none).
+func NewResenders(rdb *Client, prefix string, breaker *Breaker) *Resenders {
+	return &Resenders{rdb: rdb, prefix: prefix, breaker: breaker}
 }
 
 // key is user's key.
@@ -32,9 +34,13 @@ func (r *Resenders) key(user [32]byte) string {
 }
 
 // Resends reports whether user was seen resending their history, in one
-// round trip (EXISTS).
+// round trip (EXISTS); skipped while the breaker is open.
 func (r *Resenders) Resends(ctx context.Context, user [32]byte) (bool, error) {
-	n, err := r.rdb.Exists(ctx, r.key(user)).Result()
+	var n int64
+	err := r.breaker.do(ctx, "newchat_read", func(ctx context.Context) (err error) {
+		n, err = r.rdb.Exists(ctx, r.key(user)).Result()
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("redis: read resender: %w", unavailable(err))
 	}
@@ -42,9 +48,11 @@ func (r *Resenders) Resends(ctx context.Context, user [32]byte) (bool, error) {
 }
 
 // AddResender records that user was seen resending their history, until
-// ttl from now, in one round trip (SET with PX).
+// ttl from now, in one round trip (SET with PX); skipped while the
+// breaker is open.
 func (r *Resenders) AddResender(ctx context.Context, user [32]byte, ttl time.Duration) error {
-	if err := r.rdb.Set(ctx, r.key(user), "1", ttl).Err(); err != nil {
+	err := r.breaker.do(ctx, "newchat_write", func(ctx context.Context) error { return r.rdb.Set(ctx, r.key(user), "1", ttl).Err() })
+	if err != nil {
 		return fmt.Errorf("redis: add resender: %w", unavailable(err))
 	}
 	return nil

@@ -17,7 +17,7 @@ func TestResendersShareAndForget(t *testing.T) {
 	ctx := context.Background()
 	rdb := mustClient(t)
 	prefix := testenv.RedisPrefix(t)
-	r1, r2 := NewResenders(rdb, prefix), NewResenders(mustClient(t), prefix)
+	r1, r2 := NewResenders(rdb, prefix, nil), NewResenders(mustClient(t), prefix, nil)
 	ana, bob := sha256.Sum256([]byte("ana")), sha256.Sum256([]byte("bob"))
 	if ok, err := r2.Resends(ctx, ana); err != nil || ok {
 		t.Fatalf("before any add: %v, %v", ok, err)
@@ -59,7 +59,7 @@ func TestResendersShareAndForget(t *testing.T) {
 // rather than answering that the user was never seen resending.
 func TestResendersFailWithoutRedis(t *testing.T) {
 	rdb, ctx := mustUnreachableClient(t)
-	r := NewResenders(rdb, "x:")
+	r := NewResenders(rdb, "x:", nil)
 	k := sha256.Sum256([]byte("ana"))
 	if _, err := r.Resends(ctx, k); err == nil {
 		t.Error("Resends answered without Redis")

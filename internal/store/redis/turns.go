@@ -26,9 +26,9 @@ func (q *Queue) legacyQueuedKey() string { return q.legacy + ":queued" }
 // exactly while the stream holds its turns, however many gateways share
 // the queue, and a worker that dies between storing a turn and
 // acknowledging it leaves it counted only until its redelivery is
-// acknowledged.
+// acknowledged. It is skipped while the breaker is open.
 func (q *Queue) EnqueueTurn(ctx context.Context, conv string, payload []byte) error {
-	if err := q.enqueue(ctx, &conv, [][]byte{payload}); err != nil {
+	if err := q.breaker.do(ctx, "enqueue_turn", func(ctx context.Context) error { return q.enqueue(ctx, &conv, [][]byte{payload}) }); err != nil {
 		return fmt.Errorf("redis: enqueue turn: %w", err)
 	}
 	return nil
@@ -60,7 +60,8 @@ return out
 
 // Queued reports, for each of convs, whether either stream holds turns of
 // it (queued with EnqueueTurn by this build or an older one), in one round
-// trip.
+// trip. It is skipped while the breaker is open (ErrBreakerOpen): the
+// caller treats that as any check Redis did not answer.
 func (q *Queue) Queued(ctx context.Context, convs ...string) ([]bool, error) {
 	out := make([]bool, len(convs))
 	if len(convs) == 0 {
@@ -71,7 +72,11 @@ func (q *Queue) Queued(ctx context.Context, convs ...string) ([]bool, error) {
 		args[i] = c
 	}
 	keys := []string{q.legacy, q.legacyQueuedKey(), q.stream, q.queuedKey()}
-	vals, err := queuedScript.Run(ctx, q.rdb, keys, args...).Int64Slice()
+	var vals []int64
+	err := q.breaker.do(ctx, "queued_check", func(ctx context.Context) (err error) {
+		vals, err = queuedScript.Run(ctx, q.rdb, keys, args...).Int64Slice()
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("redis: queued: %w", unavailable(err))
 	}
