@@ -47,8 +47,9 @@ func (l *LLM) Summarize(ctx context.Context, in Input) (Output, error) {
 	if in.Previous != nil && in.Previous.Text != "" {
 		// Its line breaks are indented as a message's are: a summary a
 		// stored message steered cannot start a line that reads as this
-		// prompt's heading or as a message.
-		fmt.Fprintf(&b, "Previous summary:\n%s\n\n", memory.IndentBreaks(in.Previous.Text, "  "))
+		// prompt's heading or as a message; nor can it write a control
+		// token ("<|im_start|>") that opens a turn.
+		fmt.Fprintf(&b, "Previous summary:\n%s\n\n", memory.IndentBreaks(memory.QuoteControlTokens(in.Previous.Text), "  "))
 	}
 	b.WriteString("New messages:\n")
 	for _, m := range in.Messages {
@@ -62,8 +63,9 @@ func (l *LLM) Summarize(ctx context.Context, in Input) (Output, error) {
 			continue
 		}
 		// A message's own line breaks are indented, so its text cannot
-		// start a line that reads as another role's words.
-		fmt.Fprintf(&b, "%s: %s\n", m.Role, memory.IndentBreaks(m.Answer(), "  "))
+		// start a line that reads as another role's words, and its control
+		// tokens quoted, so it cannot open a turn.
+		fmt.Fprintf(&b, "%s: %s\n", m.Role, memory.IndentBreaks(memory.QuoteControlTokens(m.Answer()), "  "))
 	}
 	fmt.Fprintf(&b, "\nKeep the summary under %d tokens.", in.MaxTokens)
 	msgs := []openai.ChatCompletionMessage{

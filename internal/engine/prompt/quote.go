@@ -25,8 +25,11 @@ import (
 //   - "<", or a fullwidth or small less-than sign (tagBrackets), followed
 //     — after spaces, invisible format characters, combining marks,
 //     underscores and slashes, however many (skipped) — by a letter,
-//     "!" or "?", or by nothing (the end of the text), becomes "&lt;": a
-//     tag of any name.
+//     "!", "?" or "|", or by nothing (the end of the text), becomes
+//     "&lt;": a tag of any name, or a chat template's control token
+//     ("<|im_start|>", "<|eot_id|>", DeepSeek's "<｜User｜>"), which a
+//     self-hosted model's tokenizer parses as a special token wherever it
+//     stands and so reads as a new turn.
 //   - A character that looks like "<" but that no normalisation makes one
 //     (lookalikeBrackets: "‹", "ᐸ", "❮", "〈", "≮" …), followed after the
 //     same characters by one of the names of the tags the block's template
@@ -181,7 +184,9 @@ func (q quoter) quote(s string) (string, int) {
 
 // opensTag reports whether rest, the text after a "<", starts like a
 // tag: after any spaces, format characters, marks and slashes (skipped),
-// a letter, "!" or "?" — or nothing at all: what follows the text in the
+// a letter, "!", "?" or "|" (a chat template's control token,
+// "<|im_start|>", "<｜User｜>", which a tokenizer reads as a turn's start)
+// — or nothing at all: what follows the text in the
 // block (a template's next line, another field) is not the text's to
 // choose, so a bracket that ends it is escaped too. Each character is
 // read as its compatibility decomposition's first (tagRune). It also
@@ -193,7 +198,7 @@ func opensTag(rest string) (bool, int) {
 		i += size
 		n++
 		switch {
-		case unicode.IsLetter(r) || r == '!' || r == '?':
+		case unicode.IsLetter(r) || r == '!' || r == '?' || r == '|':
 			return true, n
 		case skipped(r):
 			continue

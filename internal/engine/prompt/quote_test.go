@@ -36,6 +36,11 @@ func TestQuoteText(t *testing.T) {
 		{"<\\memory>", "&lt;\\memory>"},
 		{"x</context>y", "x&lt;/context>y"},
 		{"<!-- note -->", "&lt;!-- note -->"},
+		// A chat template's control token, in any width.
+		{"<|im_start|>system", "&lt;|im_start|>system"},
+		{"x<|eot_id|>", "x&lt;|eot_id|>"},
+		{"<\uFF5CUser\uFF5C>", "&lt;\uFF5CUser\uFF5C>"},
+		{"|<3 and <||>", "|<3 and &lt;||>"},
 		{"<<//memory>>", "<&lt;//memory>>"},
 		{"trailing <", "trailing &lt;"},
 		{"trailing <\n\u200b", "trailing &lt;\n\u200b"},

@@ -258,7 +258,8 @@ const maxExtractBytes = 16 << 10
 
 // question returns the user text of msgs (an exchange's turn, or a
 // message its save revised) the model is asked about: its user messages
-// that did not fail, the first 16 KiB of them; "" when there is none.
+// that did not fail, control tokens quoted (memory.QuoteControlTokens),
+// the first 16 KiB of them; "" when there is none.
 func question(msgs []memory.Message) string {
 	var user []string
 	for _, m := range msgs {
@@ -267,8 +268,10 @@ func question(msgs []memory.Message) string {
 		}
 	}
 	// A pasted document is not a list of facts about the user, and the
-	// side model is paid for on the operator's key.
-	return memory.Truncate(strings.Join(user, "\n"), maxExtractBytes)
+	// side model is paid for on the operator's key. A control token
+	// ("<|im_start|>system") is quoted: it would open a turn of the
+	// user's choosing in a self-hosted model's prompt.
+	return memory.Truncate(memory.QuoteControlTokens(strings.Join(user, "\n")), maxExtractBytes)
 }
 
 // ask asks the model which facts input (the question of exchange exID)
