@@ -51,7 +51,7 @@ func startBudgetGateway(t *testing.T, cfg config.Config) *budgetGateway {
 	mem := &memoryLayer{Core: &engine.Core{Store: st, Close: bk.close}, store: st, queue: q}
 	hooks := []record.Hook{}
 	if cfg.Compaction.Enabled {
-		hooks = append(hooks, newCompactor(cfg, st, counter, logger))
+		hooks = append(hooks, newCompactor(cfg, st, counter, nil, logger))
 	}
 	hooks = append(hooks, record.EachExchange(func(context.Context, memory.Exchange, memory.SaveResult) error {
 		g.hooked.Add(1)

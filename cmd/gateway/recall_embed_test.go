@@ -71,7 +71,7 @@ func TestOpenAIEmbedderWiredWithCache(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { bk.close() })
-			e, _, err := newEmbedder(cfg.Recall.Embeddings, cfg.Upstream, bk.embeddings, logger)
+			e, _, err := newEmbedder(cfg.Recall.Embeddings, cfg.Upstream, bk.embeddings, nil, logger)
 			if err != nil {
 				t.Fatal(err)
 			}

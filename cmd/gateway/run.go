@@ -305,7 +305,7 @@ func reindex(ctx context.Context, getenv func(string) string, stdout, logw io.Wr
 		return err
 	}
 	defer b.close()
-	emb, _, err := newEmbedder(cfg.Recall.Embeddings, cfg.Upstream, b.embeddings, logger)
+	emb, _, err := newEmbedder(cfg.Recall.Embeddings, cfg.Upstream, b.embeddings, nil, logger)
 	if err != nil {
 		return err
 	}

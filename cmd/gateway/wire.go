@@ -269,8 +269,12 @@ func openMemory(ctx context.Context, cfg config.Config, rc *redisConn, counter *
 	// the items indexing left for the idle backfill to embed.
 	// So are, in the prompt assembler (made below), the recalled blocks
 	// and summaries shown per conversation.
-	answers, deferred, assembler := recall.NewAnswers(), recall.NewDeferred(), &lateForgetter{}
-	forgets := cache.Forgetters{b.embeddings, answers, deferred, assembler}
+	// The calls in flight that carry users' text to a side model or the
+	// embedder are kept per user too: an erasure, served here or
+	// noticed, cancels the user's before it answers, and refuses those
+	// whose text was read before it (cache.Calls).
+	answers, deferred, assembler, calls := recall.NewAnswers(), recall.NewDeferred(), &lateForgetter{}, cache.NewCalls()
+	forgets := cache.Forgetters{b.embeddings, answers, deferred, assembler, calls}
 	if forget != nil {
 		forgets = append(forgets, forget)
 	}
@@ -297,14 +301,14 @@ func openMemory(ctx context.Context, cfg config.Config, rc *redisConn, counter *
 		red = r
 	}
 	if cfg.Compaction.Enabled {
-		comp := newCompactor(cfg, b.store, counter, logger)
+		comp := newCompactor(cfg, b.store, counter, calls, logger)
 		m.hooks = append(m.hooks, comp)
 		m.side = append(m.side, comp)
 		m.Collectors = append(m.Collectors, comp.Collectors()...)
 	}
 	var rec prompt.Recaller
 	if cfg.Recall.Enabled {
-		if m.recall, err = openRecall(cfg, b.store, b.embeddings, kept{answers, deferred}, logger); err != nil {
+		if m.recall, err = openRecall(cfg, b.store, b.embeddings, kept{answers, deferred, calls}, logger); err != nil {
 			return fail(err)
 		}
 		m.hooks = append(m.hooks, m.recall.Hooks...)
@@ -406,7 +410,7 @@ func newAssembler(cfg config.Config, st cachedStore, rec prompt.Recaller, red re
 // neither, the extractive summariser alone) behind a breaker configured
 // like the upstream's. The watermarks are fractions of the recent turns'
 // share of the budget of a request to compaction.model.
-func newCompactor(cfg config.Config, st store, counter *tokens.Counter, logger *slog.Logger) *enrich.Compactor {
+func newCompactor(cfg config.Config, st store, counter *tokens.Counter, calls *cache.Calls, logger *slog.Logger) *enrich.Compactor {
 	cp := cfg.Compaction
 	count := func(s string) int { return counter.Text(cp.Model, s) }
 	var primary enrich.Summarizer = enrich.NewExtractive(count)
@@ -422,7 +426,7 @@ func newCompactor(cfg config.Config, st store, counter *tokens.Counter, logger *
 	return enrich.New(st, st, primary, enrich.NewExtractive(count), counter, enrich.Options{
 		RecentTokens: int(float64(budget) * max(0, 1-sh.Total())), HighWatermark: cp.HighWatermark, LowWatermark: cp.LowWatermark,
 		MaxMessages: cp.MaxMessages, KeepMessages: cp.KeepMessages, MaxSummaryTokens: maxSummary, FallbackAfter: cp.FallbackAfter,
-		MaxFacts: cfg.Recall.FactsMaxStored, Timeout: cp.Timeout.D(), Model: cp.Model, Owned: func(t, u string) enrich.TokenCounter { return counter.Owned(t, u) },
+		MaxFacts: cfg.Recall.FactsMaxStored, Timeout: cp.Timeout.D(), Calls: calls, Model: cp.Model, Owned: func(t, u string) enrich.TokenCounter { return counter.Owned(t, u) },
 	}, logger)
 }
 
@@ -446,17 +450,20 @@ func openaiClient(base, key string, up config.Upstream, timeout time.Duration, m
 
 // kept is what recall keeps of users in memory that erasures reach
 // besides the embedding cache: the fact extraction model's answers and
-// the items left for the idle backfill (nil: recall's own).
+// the items left for the idle backfill (nil: recall's own), and the
+// calls in flight to the extraction model and the embedder (nil: none
+// kept).
 type kept struct {
 	answers  *recall.Answers
 	deferred *recall.Deferred
+	calls    *cache.Calls
 }
 
 // openRecall wires recall over st with the embedder of recall.embeddings
 // behind cache (nil: none), keeping what k names where k says.
 func openRecall(cfg config.Config, st store, cache recall.EmbeddingCache, k kept, logger *slog.Logger) (*engine.Recall, error) {
 	rc := cfg.Recall
-	emb, cols, err := newEmbedder(rc.Embeddings, cfg.Upstream, cache, logger)
+	emb, cols, err := newEmbedder(rc.Embeddings, cfg.Upstream, cache, k.calls, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -472,7 +479,7 @@ func openRecall(cfg config.Config, st store, cache recall.EmbeddingCache, k kept
 			WholeQuery: rc.Embeddings.Provider == "encoder"},
 		Recall:         recall.RecallOptions{CrossConversation: rc.CrossConversation, FactsMax: rc.FactsMaxInjected, FactRelevance: rc.MinSimilarity},
 		FactsMaxStored: rc.FactsMaxStored, FactTTL: ttl,
-		Extraction: recall.ExtractorOptions{Model: rc.Extraction.Model, Timeout: extractionTimeout, Answers: k.answers},
+		Extraction: recall.ExtractorOptions{Model: rc.Extraction.Model, Timeout: extractionTimeout, Answers: k.answers, Calls: k.calls},
 		Deferred:   k.deferred,
 	}
 	if opts.Window, err = engine.EmbedderWindow(rc.Embeddings.Provider); err != nil {
@@ -495,9 +502,9 @@ const maxEmbeddingWait = 2 * time.Minute
 // collectors (see engine.NewEmbedder); openai's API is at ec.base_url
 // (default upstream.base_url) with ec.api_key (default upstream.api_key), its
 // replies bounded to 256 KiB a text (a 3,072-dimension vector is ~70 KiB of JSON).
-func newEmbedder(ec config.Embeddings, up config.Upstream, cache recall.EmbeddingCache, logger *slog.Logger) (recall.Embedder, []prometheus.Collector, error) {
+func newEmbedder(ec config.Embeddings, up config.Upstream, cache recall.EmbeddingCache, calls *cache.Calls, logger *slog.Logger) (recall.Embedder, []prometheus.Collector, error) {
 	return engine.NewEmbedder(engine.EmbedderOptions{Provider: ec.Provider, Model: ec.Model, Dims: ec.Dims(), Batch: ec.Batch, Concurrency: ec.Concurrency,
-		Client: openaiClient(ec.BaseURL, ec.APIKey, up, min(up.FirstByteTimeout.D(), maxEmbeddingWait), int64(ec.Batch)<<18)}, cache, logger)
+		Client: openaiClient(ec.BaseURL, ec.APIKey, up, min(up.FirstByteTimeout.D(), maxEmbeddingWait), int64(ec.Batch)<<18), Calls: calls}, cache, logger)
 }
 
 // cachedStore is a store whose reads besides its searches (recent turns,

@@ -33,6 +33,9 @@ type EmbedderOptions struct {
 	Concurrency int
 	// Client is openai's API client.
 	Client recall.EmbeddingsClient
+	// Calls keeps the cached embedder's calls in flight per owner, so
+	// that an erasure cancels those carrying the user's text (nil: none).
+	Calls recall.Calls
 }
 
 // NewEmbedder returns the embedder opts choose, behind cache (nil: none),
@@ -65,7 +68,7 @@ func NewEmbedder(opts EmbedderOptions, cache recall.EmbeddingCache, logger *slog
 		logger.Warn("no embedding cache: every text is embedded by the provider")
 		return emb, cols, nil
 	}
-	return recall.NewCached(emb, cache), cols, nil
+	return recall.NewCached(emb, cache, opts.Calls), cols, nil
 }
 
 // EmbedderWindow is how much of a text provider's embedder reads: the

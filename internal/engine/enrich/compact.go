@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 )
 
@@ -71,7 +72,7 @@ func (c *Compactor) compact(ctx context.Context, id memory.Identity, model strin
 	}
 	leaving, covered = oldestWithin(counter, model, leaving, c.opts.MaxInputTokens)
 	in := Input{Previous: prev, Messages: leaving, MaxTokens: c.opts.MaxSummaryTokens}
-	out, by, err := c.summarise(ctx, key, counter, model, in)
+	out, by, err := c.summarise(ctx, id, counter, model, in)
 	if err != nil {
 		c.failed.Inc()
 		return fmt.Errorf("compact conversation %s: %w", id.Conversation, err)
@@ -225,16 +226,29 @@ func (c *Compactor) primaryName() string {
 
 // summarise runs the primary summariser under the timeout, falling back as
 // documented on Compact (its summary measured by counter). It returns the
-// output and which summariser wrote it.
-func (c *Compactor) summarise(ctx context.Context, key string, counter TokenCounter, model string, in Input) (Output, string, error) {
+// output and which summariser wrote it. The primary (a side model) is not
+// called once id's user was erased since in was read (opts.Calls), and
+// their erasure cancels the call in flight: either is an error wrapping
+// cache.ErrErased, with no fallback (what it wrote would be refused).
+func (c *Compactor) summarise(ctx context.Context, id memory.Identity, counter TokenCounter, model string, in Input) (Output, string, error) {
 	var err error
 	if c.primary != nil {
-		sctx, cancel := ctx, context.CancelFunc(func() {})
+		key := id.Tenant + "\x00" + id.User + "\x00" + id.Conversation
+		sctx, end, berr := c.opts.Calls.Begin(ctx, cache.Owner{Tenant: id.Tenant, User: id.User})
+		if berr != nil {
+			return Output{}, "", fmt.Errorf("summarise: %w", berr)
+		}
+		cancel := context.CancelFunc(func() {})
 		if c.opts.Timeout > 0 {
-			sctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
+			sctx, cancel = context.WithTimeout(sctx, c.opts.Timeout)
 		}
 		out, perr := c.primary.Summarize(sctx, in)
+		erased := errors.Is(context.Cause(sctx), cache.ErrErased)
 		cancel()
+		end()
+		if erased {
+			return Output{}, "", fmt.Errorf("summarise: %w", cache.ErrErased)
+		}
 		if perr == nil {
 			perr = CheckSummary(in, out, func(s string) int { return counter.Text(model, s) })
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/keylock"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/seen"
@@ -79,6 +80,10 @@ type Options struct {
 	MaxFacts int
 	// Timeout bounds one call of the summariser (0: none).
 	Timeout time.Duration
+	// Calls keeps the summariser's calls in flight per user, so that the
+	// user's erasure cancels them, and refuses a call whose messages were
+	// read before it (cache.Calls.Begin); nil: none.
+	Calls *cache.Calls
 	// Model counts tokens for exchanges that name no model.
 	Model string
 	// Owned, when set, gives the counter a compaction counts through: its

@@ -345,7 +345,7 @@ func TestBackfillEmbedsNothingOfAnErasedUser(t *testing.T) {
 	ctx := context.Background()
 	st := openTempSQLite(t)
 	cache := NewEmbeddingCache(DefaultEmbeddingBytes)
-	ix := NewIndexer(st, NewCached(NewLocal(16), cache), nil)
+	ix := NewIndexer(st, NewCached(NewLocal(16), cache, nil), nil)
 	const n = erasureHistory
 	erased := memory.Identity{Tenant: "t", User: "erased", Conversation: "c"}
 	late := memory.Identity{Tenant: "t", User: "late", Conversation: "c"}

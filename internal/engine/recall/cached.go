@@ -73,10 +73,15 @@ func NewEmbeddingCache(max int) Embeddings {
 // Cached is an Embedder that embeds only the texts its cache lacks, each
 // once per owner (EmbedOwned), in calls under their own context bounded by
 // DefaultFlightTimeout: a caller that stops waiting neither cancels a call
-// nor loses its result. It is safe for concurrent use.
+// nor loses its result. A call carries its texts' owners' words to the
+// inner embedder (a provider's, a third party): calls keeps it in flight
+// per owner, so that an owner's erasure cancels it, and a text read
+// before an erasure of its owner is never sent (see fly). It is safe for
+// concurrent use.
 type Cached struct {
 	inner Embedder
 	cache EmbeddingCache
+	calls Calls
 
 	// mu orders cache reads with flights: a flight leaves inflight once
 	// its vectors are in the cache.
@@ -95,9 +100,21 @@ type flight struct {
 	err   error
 }
 
-// NewCached returns inner behind cache.
-func NewCached(inner Embedder, cache EmbeddingCache) *Cached {
-	return &Cached{inner: inner, cache: cache, inflight: map[EmbeddingKey]*flight{}}
+// Calls keeps the calls in flight that carry owners' text out, so that
+// an owner's erasure cancels theirs (*cache.Calls): Begin returns the
+// call's context and its end, or an error wrapping cache.ErrErased when
+// the call must not be made.
+type Calls interface {
+	Begin(ctx context.Context, owners ...cache.Owner) (context.Context, func(), error)
+}
+
+// NewCached returns inner behind vectors, its calls kept in calls (nil:
+// none kept, none refused).
+func NewCached(inner Embedder, vectors EmbeddingCache, calls Calls) *Cached {
+	if calls == nil {
+		calls = (*cache.Calls)(nil) // keeps none, refuses none
+	}
+	return &Cached{inner: inner, cache: vectors, calls: calls, inflight: map[EmbeddingKey]*flight{}}
 }
 
 // Model returns the inner embedder's model.
@@ -171,16 +188,24 @@ func (c *Cached) EmbedOwned(ctx context.Context, texts []Owned, by time.Time) ([
 }
 
 // fly embeds the flights' texts under a context of its own, publishes the
-// result, and caches the vectors of the model's dimension.
+// result, and caches the vectors of the model's dimension. The call is
+// not made when an owner of one of the texts was erased since the
+// flight's caller read it, and an owner's erasure cancels it in flight
+// (c.calls): the flights then fail with an error wrapping
+// cache.ErrErased (the other owners' too, who embed theirs again).
 func (c *Cached) fly(ctx context.Context, fs []*flight, by time.Time) {
 	dims := c.inner.Dims()
 	texts := make([]string, len(fs))
+	owners := make([]cache.Owner, 0, len(fs))
+	epoch := fs[0].epoch
 	for j, f := range fs {
 		texts[j] = f.text
+		epoch = min(epoch, f.epoch)
+		if o := f.key.Owner(); !slices.Contains(owners, o) {
+			owners = append(owners, o)
+		}
 	}
-	cctx, cancel := context.WithTimeout(ctx, DefaultFlightTimeout)
-	vecs, err := c.inner.Embed(cctx, texts, by)
-	cancel()
+	vecs, err := c.embed(cache.WithEpoch(ctx, epoch), texts, owners, by)
 	for j, f := range fs {
 		if f.err = err; err == nil {
 			f.vec = vecs[j]
@@ -201,4 +226,22 @@ func (c *Cached) fly(ctx context.Context, fs []*flight, by time.Time) {
 		delete(c.inflight, f.key)
 	}
 	c.mu.Unlock()
+}
+
+// embed embeds texts, the owners' words read at ctx's epoch, with the
+// inner embedder under DefaultFlightTimeout, kept in c.calls while it
+// runs.
+func (c *Cached) embed(ctx context.Context, texts []string, owners []cache.Owner, by time.Time) ([][]float32, error) {
+	cctx, end, err := c.calls.Begin(ctx, owners...)
+	if err != nil {
+		return nil, fmt.Errorf("embed %d texts: %w", len(texts), err)
+	}
+	defer end()
+	cctx, cancel := context.WithTimeout(cctx, DefaultFlightTimeout)
+	defer cancel()
+	vecs, err := c.inner.Embed(cctx, texts, by)
+	if err != nil && errors.Is(context.Cause(cctx), cache.ErrErased) {
+		return nil, fmt.Errorf("embed %d texts: %w", len(texts), cache.ErrErased)
+	}
+	return vecs, err
 }

@@ -68,7 +68,7 @@ func (c *memCache) has(model string, dims int, text string) bool {
 
 func TestCachedSharesConcurrentIdenticalCalls(t *testing.T) {
 	g := newGated()
-	c := NewCached(g, &memCache{})
+	c := NewCached(g, &memCache{}, nil)
 	const query = "what's the weather there?"
 	var wg sync.WaitGroup
 	results := make([][][]float32, 6)
@@ -99,7 +99,7 @@ func TestCachedSharesConcurrentIdenticalCalls(t *testing.T) {
 func TestCachedWritesTheCacheAfterTheCallerGaveUp(t *testing.T) {
 	g := newGated()
 	cache := &memCache{}
-	c := NewCached(g, cache)
+	c := NewCached(g, cache, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
@@ -139,7 +139,7 @@ func TestCachedFlightAnswersUntilItsVectorsAreCached(t *testing.T) {
 	g := newGated()
 	close(g.gate)
 	cache := &slowWriteCache{memCache: &memCache{}, gate: make(chan struct{})}
-	c := NewCached(g, cache)
+	c := NewCached(g, cache, nil)
 	const text = "my sister is called Ana"
 	for range 2 { // the second while the first call's vectors wait to be written
 		if _, err := c.Embed(context.Background(), []string{text}, time.Time{}); err != nil {
@@ -164,7 +164,7 @@ func TestCachedFlightAnswersUntilItsVectorsAreCached(t *testing.T) {
 func TestCachedEmbedDeadlineFailsLateWithoutCancelling(t *testing.T) {
 	g := newGated()
 	cache := &memCache{}
-	c := NewCached(g, cache)
+	c := NewCached(g, cache, nil)
 	ctx := context.Background()
 	_, err := c.Embed(ctx, []string{"and in Porto?"}, time.Now().Add(5*time.Millisecond))
 	if !errors.Is(err, ErrEmbeddingLate) {
@@ -190,7 +190,7 @@ func TestRecallFallsBackToFullTextWhenTheQueryEmbeddingIsLate(t *testing.T) {
 	st.facts = []memory.Fact{{Tenant: "t", User: "u", Type: memory.FactGoal, Key: "goal", Value: "visit temples", Pinned: true}}
 	g := newGated()
 	t.Cleanup(func() { close(g.gate) })
-	emb := NewCached(g, &memCache{})
+	emb := NewCached(g, &memCache{}, nil)
 	r := NewRecaller(st, NewSearcher(st, emb, SearchOptions{TopK: 5}), emb, RecallOptions{FactsMax: 5, CrossConversation: true})
 	got, err := r.Recall(context.Background(), memory.RecallQuery{Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, Text: "what's the weather in Kyoto?",
 		EmbedBy: time.Now().Add(5 * time.Millisecond)})
@@ -230,7 +230,7 @@ func TestCachedKeepsOnlyVectorsOfTheModelsDimension(t *testing.T) {
 	t.Run("a short cached value is a miss", func(t *testing.T) {
 		cache := &memCache{}
 		cache.Put(EmbeddingKey{Model: local.Model(), Dims: 8, Hash: ContentHash(local.Model(), "hi there")}, []float32{1, 2, 3})
-		got, err := NewCached(local, cache).Embed(ctx, []string{"hi there"}, time.Time{})
+		got, err := NewCached(local, cache, nil).Embed(ctx, []string{"hi there"}, time.Time{})
 		if err != nil || len(got) != 1 || len(got[0]) != 8 {
 			t.Fatalf("Embed = %v, %v; want the embedder's 8-dimensional vector", got, err)
 		}
@@ -239,7 +239,7 @@ func TestCachedKeepsOnlyVectorsOfTheModelsDimension(t *testing.T) {
 		cache := &memCache{}
 		// The write happens after the answer: wait until the flight is
 		// settled, then nothing may be cached.
-		c := NewCached(wrongDims{local}, cache)
+		c := NewCached(wrongDims{local}, cache, nil)
 		if _, err := c.Embed(ctx, []string{"another"}, time.Time{}); err != nil {
 			t.Fatal(err)
 		}

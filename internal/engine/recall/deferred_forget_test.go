@@ -20,7 +20,7 @@ func TestBackfillEmbedsNothingOfADeletedConversation(t *testing.T) {
 	ctx := context.Background()
 	st := openTempSQLite(t)
 	vectors, deferred := NewEmbeddingCache(DefaultEmbeddingBytes), NewDeferred()
-	ix := NewIndexer(st, NewCached(NewLocal(16), vectors), nil)
+	ix := NewIndexer(st, NewCached(NewLocal(16), vectors, nil), nil)
 	ix.UseDeferred(deferred)
 	gone := memory.Identity{Tenant: "t", User: "gone", Conversation: "c"}
 	kept := memory.Identity{Tenant: "t", User: "kept", Conversation: "c"}

@@ -153,7 +153,7 @@ func TestOpenAIEmbedderRejectsWrongDimensions(t *testing.T) {
 func TestCachedEmbedderHitsMakeNoRequest(t *testing.T) {
 	emb, fake := mustOpenAIEmbedder(t, 16, 2)
 	cache := &memCache{}
-	c := NewCached(emb, cache)
+	c := NewCached(emb, cache, nil)
 	ctx := context.Background()
 	first, err := c.Embed(ctx, []string{"I live in Lisbon", "I am vegetarian", "I live in Lisbon"}, time.Time{})
 	if err != nil {

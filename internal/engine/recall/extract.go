@@ -58,6 +58,10 @@ type ExtractorOptions struct {
 	// Extractor's own. Given, the user's erasure can drop theirs
 	// (Answers.Forget).
 	Answers *Answers
+	// Calls keeps the model calls in flight per user, so that the user's
+	// erasure cancels them, and refuses a call whose text was read before
+	// it (cache.Calls.Begin); nil: none.
+	Calls *cache.Calls
 }
 
 // Extractor is the capture hook that asks a model which facts the user
@@ -188,7 +192,7 @@ func (e *Extractor) answerAndRecord(ctx context.Context, exs []memory.Exchange, 
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			q.facts = e.ask(ctx, exs[q.ex].ID, q.input)
+			q.facts = e.ask(ctx, exs[q.ex], q.input)
 		}()
 	}
 	wg.Wait()
@@ -274,11 +278,20 @@ func question(msgs []memory.Message) string {
 	return memory.Truncate(memory.QuoteControlTokens(strings.Join(user, "\n")), maxExtractBytes)
 }
 
-// ask asks the model which facts input (the question of exchange exID)
+// ask asks the model which facts input (the question of exchange ex)
 // states and returns the valid ones, never nil; failures and invalid
-// replies are counted and logged, and yield nil.
-func (e *Extractor) ask(ctx context.Context, exID, input string) []memory.Fact {
-	cctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
+// replies are counted and logged, and yield nil. The question is not
+// asked once ex's user was erased since it was read (opts.Calls), and
+// their erasure cancels it in flight: it yields nil.
+func (e *Extractor) ask(ctx context.Context, ex memory.Exchange, input string) []memory.Fact {
+	exID := ex.ID
+	cctx, end, err := e.opts.Calls.Begin(ctx, cache.Owner{Tenant: ex.Identity.Tenant, User: ex.Identity.User})
+	if err != nil {
+		e.m.runs.WithLabelValues("erased").Inc()
+		return nil
+	}
+	defer end()
+	cctx, cancel := context.WithTimeout(cctx, e.opts.Timeout)
 	defer cancel()
 	resp, err := e.client.CreateChatCompletion(cctx, openai.ChatCompletionRequest{
 		Model: e.opts.Model,
@@ -289,6 +302,10 @@ func (e *Extractor) ask(ctx context.Context, exID, input string) []memory.Fact {
 		Temperature:    0,
 		ResponseFormat: &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject},
 	})
+	if errors.Is(context.Cause(cctx), cache.ErrErased) {
+		e.m.runs.WithLabelValues("erased").Inc()
+		return nil
+	}
 	if err != nil {
 		e.m.runs.WithLabelValues("model_error").Inc()
 		e.logger.Warn("fact extraction model failed; pattern facts only", "exchange", exID, "error", err)
@@ -472,7 +489,7 @@ func newExtractMetrics() *extractMetrics {
 	return &extractMetrics{
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_fact_extraction_runs_total",
-			Help: "Model fact extractions by outcome (ok: a valid reply; model_error, bad_reply; store_error: its facts not recorded; reused: an earlier answer to the same question recorded, no model asked).",
+			Help: "Model fact extractions by outcome (ok: a valid reply; model_error, bad_reply; store_error: its facts not recorded; reused: an earlier answer to the same question recorded, no model asked; erased: not asked, or cancelled, for the user was erased since the question was read).",
 		}, []string{"outcome"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_fact_extraction_dropped_total",

@@ -18,7 +18,7 @@ import (
 func TestCachedKeepsNoVectorOfAUserErasedDuringTheCall(t *testing.T) {
 	g := newGated()
 	cache := NewEmbeddingCache(1 << 20)
-	c := NewCached(g, cache)
+	c := NewCached(g, cache, nil)
 	const text = "my new address is 12 Rua Augusta"
 	done := make(chan error, 1)
 	go func() {
@@ -99,7 +99,7 @@ func TestHooksKeepNothingOfAUserErasedSinceTheBatchWasRead(t *testing.T) {
 	ch := &fakeChatter{reply: `{"facts":[{"type":"profile","key":"city","value":"Lisbon","confidence":0.9}]}`}
 	answers, vectors := NewAnswers(), NewEmbeddingCache(1<<20)
 	x := NewExtractor(ch, newFakeStore(), ExtractorOptions{Model: "m", MaxPerUser: 200, Answers: answers}, nil)
-	c := NewCached(NewLocal(16), vectors)
+	c := NewCached(NewLocal(16), vectors, nil)
 	exchange := func(user string) memory.Exchange {
 		return memory.Exchange{ID: "e-" + user, Identity: memory.Identity{Tenant: "t", User: user, Conversation: "c"}, At: time.Now(),
 			Turn:  []memory.Message{{Role: "user", Content: "I live in Lisbon now."}},

@@ -708,6 +708,9 @@ func (ix *Indexer) Deferred() int {
 // reindex` embeds the rest. An item that fails to embed stays text-only
 // and is not retried.
 func (ix *Indexer) Backfill(ctx context.Context) (int, error) {
+	// What it embeds is read from here on: an erasure of its owner after
+	// this refuses or cancels the embedding call (Cached's calls).
+	ctx = cache.WithEpoch(ctx, cache.Epoch())
 	if n, err := ix.IndexBacklog(ctx); n > 0 || err != nil {
 		return n, err
 	}

@@ -25,7 +25,7 @@ func TestCachedKeepsEachOwnersVectorsApart(t *testing.T) {
 	const text = "my diagnosis is confidential"
 	g := newGated()
 	close(g.gate)
-	c := NewCached(g, &memCache{})
+	c := NewCached(g, &memCache{}, nil)
 	ctx := context.Background()
 	embedAs := func(t *testing.T, o Owned) {
 		t.Helper()
@@ -72,7 +72,7 @@ func TestCachedKeepsEachOwnersVectorsApart(t *testing.T) {
 func TestCachedJoinsOnlyTheOwnersFlight(t *testing.T) {
 	const text = "what did my lawyer say?"
 	g := newGated()
-	c := NewCached(g, &memCache{})
+	c := NewCached(g, &memCache{}, nil)
 	ctx := context.Background()
 	errs := make(chan error, 2)
 	for _, user := range []string{"alice", "bob"} {
@@ -124,7 +124,7 @@ func TestEmbeddingCallersNameTheOwner(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newGated()
 			close(g.gate)
-			c := NewCached(g, &memCache{})
+			c := NewCached(g, &memCache{}, nil)
 			texts := func() int {
 				g.mu.Lock()
 				defer g.mu.Unlock()
