@@ -69,7 +69,7 @@ func (u *UI) handleConversation(c echo.Context) error {
 	}
 	if n := len(pg.Messages); n > 0 {
 		d.FirstSeq, d.LastSeq = pg.Messages[0].Seq, pg.Messages[n-1].Seq
-		backward := p.Before > 0
+		backward := p.Backward
 		if (backward && pg.HasMore) || (!backward && p.After > 0) {
 			d.Earlier = pageQuery(q, "before", pg.Messages[0].Seq)
 		}

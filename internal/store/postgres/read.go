@@ -116,7 +116,7 @@ func (s *Store) ConversationPage(ctx context.Context, id memory.Identity, p memo
 		if err != nil {
 			return unavailable(err)
 		}
-		if p.Before > 0 {
+		if p.Backward {
 			msgs, err = queryMessages(ctx, tx, id, liveMessagesSQL+` AND seq < $4 ORDER BY seq DESC LIMIT $5`, p.Before, limit)
 			slices.Reverse(msgs)
 			return err
