@@ -86,11 +86,15 @@ func getConversation(h http.Handler, path string) *httptest.ResponseRecorder {
 // messages of 2.5 KB (50 MB of text), as the management API answers it
 // without paging parameters.
 func BenchmarkGetLongConversation(b *testing.B) {
-	h := conversationHandler(b, longConversation(b, 10_000, 2_500))
+	benchGet(b, conversationHandler(b, longConversation(b, 10_000, 2_500)), "/v1/memory/conversations/long?user=u")
+}
+
+// benchGet measures GET path through h, with the answer's size.
+func benchGet(b *testing.B, h http.Handler, path string) {
 	b.ReportAllocs()
 	var size int
 	for b.Loop() {
-		rec := getConversation(h, "/v1/memory/conversations/long?user=u")
+		rec := getConversation(h, path)
 		if rec.Code != http.StatusOK {
 			b.Fatalf("status %d: %s", rec.Code, rec.Body)
 		}
@@ -245,15 +249,6 @@ func TestConversationBeforeZero(t *testing.T) {
 // BenchmarkGetLongConversationPage: a page at the end of that
 // conversation, the largest a request may ask for.
 func BenchmarkGetLongConversationPage(b *testing.B) {
-	h := conversationHandler(b, longConversation(b, 10_000, 2_500))
-	b.ReportAllocs()
-	var size int
-	for b.Loop() {
-		rec := getConversation(h, fmt.Sprintf("/v1/memory/conversations/long?user=u&limit=%d&after=19000", MaxPageMessages))
-		if rec.Code != http.StatusOK {
-			b.Fatalf("status %d: %s", rec.Code, rec.Body)
-		}
-		size = rec.Body.Len()
-	}
-	b.ReportMetric(float64(size), "resp-bytes")
+	benchGet(b, conversationHandler(b, longConversation(b, 10_000, 2_500)),
+		fmt.Sprintf("/v1/memory/conversations/long?user=u&limit=%d&after=19000", MaxPageMessages))
 }

@@ -75,7 +75,7 @@ func BenchmarkConversationPageLong(b *testing.B) {
 // conversation (none superseded).
 func BenchmarkBranchesLong(b *testing.B) {
 	benchLong(b, func(s *Store, id memory.Identity, _ int) error {
-		bs, err := s.Branches(context.Background(), id)
+		bs, err := s.Branches(context.Background(), id, 0)
 		if err == nil && len(bs) != 0 {
 			err = fmt.Errorf("%d branches", len(bs))
 		}
