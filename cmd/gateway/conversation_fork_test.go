@@ -97,7 +97,7 @@ func countingUpstream() http.Handler {
 func liveAndSuperseded(t *testing.T, g *testGateway, id memory.Identity) ([]string, int) {
 	t.Helper()
 	live, _ := storedContents(t, g, id)
-	branches, err := g.mem.store.Branches(context.Background(), id)
+	branches, err := g.mem.store.Branches(context.Background(), id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

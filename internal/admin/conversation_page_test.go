@@ -24,12 +24,19 @@ import (
 // every message about size bytes of text.
 func longConversation(tb testing.TB, exchanges, size int) *sqlite.Store {
 	tb.Helper()
+	return conversationOf(tb, exchanges, strings.Repeat("a long message. ", size/16))
+}
+
+// conversationOf opens a SQLite store holding conversation "long" of
+// user "u" in the default tenant: exchanges exchanges (two messages each),
+// every message the exchange's number and text.
+func conversationOf(tb testing.TB, exchanges int, text string) *sqlite.Store {
+	tb.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(tb.TempDir(), "long.db"), slog.New(slog.DiscardHandler))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
-	text := strings.Repeat("a long message. ", size/16)
 	msg := func(role string, i int) memory.Message {
 		raw, _ := json.Marshal(map[string]string{"role": role, "content": fmt.Sprintf("%d %s", i, text)})
 		m, err := memory.ParseMessage(raw)
@@ -79,11 +86,15 @@ func getConversation(h http.Handler, path string) *httptest.ResponseRecorder {
 // messages of 2.5 KB (50 MB of text), as the management API answers it
 // without paging parameters.
 func BenchmarkGetLongConversation(b *testing.B) {
-	h := conversationHandler(b, longConversation(b, 10_000, 2_500))
+	benchGet(b, conversationHandler(b, longConversation(b, 10_000, 2_500)), "/v1/memory/conversations/long?user=u")
+}
+
+// benchGet measures GET path through h, with the answer's size.
+func benchGet(b *testing.B, h http.Handler, path string) {
 	b.ReportAllocs()
 	var size int
 	for b.Loop() {
-		rec := getConversation(h, "/v1/memory/conversations/long?user=u")
+		rec := getConversation(h, path)
 		if rec.Code != http.StatusOK {
 			b.Fatalf("status %d: %s", rec.Code, rec.Body)
 		}
@@ -184,11 +195,18 @@ func TestConversationIsPaged(t *testing.T) {
 // stays near MaxPageBytes (one message at least), and has_more says the
 // rest follow. Before, 24 messages of 512 KiB came in one 24 MiB answer.
 func TestConversationPageBounded(t *testing.T) {
-	h := conversationHandler(t, longConversation(t, 12, 512<<10))
+	walkBounded(t, conversationHandler(t, longConversation(t, 12, 512<<10)), 24, 64<<10)
+}
+
+// walkBounded walks the conversation of h forward in pages of
+// MaxPageMessages, each answer at most slack past MaxPageBytes, and
+// checks they held want messages.
+func walkBounded(t *testing.T, h http.Handler, want, slack int) {
+	t.Helper()
 	var seen int
 	for after := int64(0); ; {
 		rec := getConversation(h, fmt.Sprintf("/v1/memory/conversations/long?user=u&limit=%d&after=%d", MaxPageMessages, after))
-		if rec.Body.Len() > MaxPageBytes+64<<10 {
+		if rec.Body.Len() > MaxPageBytes+slack {
 			t.Fatalf("a page of %d bytes, want at most about %d", rec.Body.Len(), MaxPageBytes)
 		}
 		a := decodeConversation(t, rec)
@@ -201,23 +219,36 @@ func TestConversationPageBounded(t *testing.T) {
 		}
 		after = *a.LastID
 	}
-	if seen != 24 {
-		t.Fatalf("pages held %d messages, want 24", seen)
+	if seen != want {
+		t.Fatalf("pages held %d messages, want %d", seen, want)
+	}
+}
+
+// TestConversationPageBoundedEncoded: a page's bound is the size of its
+// answer, escapes included: text of '<', '"' and control characters
+// takes up to six times its bytes as JSON. Before, the bound counted the
+// text's bytes: 30 messages of 64 KiB of such text came in a 6.7 MB page.
+func TestConversationPageBoundedEncoded(t *testing.T) {
+	walkBounded(t, conversationHandler(t, conversationOf(t, 30, strings.Repeat("<\"\x01", 64<<10/3))), 60, 4<<10)
+}
+
+// TestConversationBeforeZero: before=0 names the page before the first
+// message: empty, with nothing more before it, as the end of a walk
+// backward. Before, before=0 was no cursor and answered the first page,
+// and a client walking backward to it looped.
+func TestConversationBeforeZero(t *testing.T) {
+	h := conversationHandler(t, longConversation(t, 20, 64))
+	for _, before := range []string{"0", "1"} {
+		a := decodeConversation(t, getConversation(h, "/v1/memory/conversations/long?user=u&limit=5&before="+before))
+		if len(a.Messages) != 0 || a.HasMore || a.FirstID != nil || a.LastID != nil {
+			t.Errorf("before=%s: %d messages, has_more %v; want none, false", before, len(a.Messages), a.HasMore)
+		}
 	}
 }
 
 // BenchmarkGetLongConversationPage: a page at the end of that
 // conversation, the largest a request may ask for.
 func BenchmarkGetLongConversationPage(b *testing.B) {
-	h := conversationHandler(b, longConversation(b, 10_000, 2_500))
-	b.ReportAllocs()
-	var size int
-	for b.Loop() {
-		rec := getConversation(h, fmt.Sprintf("/v1/memory/conversations/long?user=u&limit=%d&after=19000", MaxPageMessages))
-		if rec.Code != http.StatusOK {
-			b.Fatalf("status %d: %s", rec.Code, rec.Body)
-		}
-		size = rec.Body.Len()
-	}
-	b.ReportMetric(float64(size), "resp-bytes")
+	benchGet(b, conversationHandler(b, longConversation(b, 10_000, 2_500)),
+		fmt.Sprintf("/v1/memory/conversations/long?user=u&limit=%d&after=19000", MaxPageMessages))
 }

@@ -18,10 +18,10 @@ const (
 	DefaultPageMessages = 100
 	// MaxPageMessages is the largest page a request may ask for.
 	MaxPageMessages = 1000
-	// MaxPageBytes ends a page early, before the message whose text and
-	// raw message would take the page past it (a page holds one message
-	// at least), so an answer stays near this size however long its
-	// messages.
+	// MaxPageBytes ends a page early, before the message whose JSON
+	// (escapes included: encodedSize) would take the page past it (a page
+	// holds one message at least), so an answer stays under about this
+	// size however long its messages and whatever their characters.
 	MaxPageBytes = 4 << 20
 )
 
@@ -33,7 +33,7 @@ type Pager interface {
 // MessagePage is one page of a conversation's live messages, in Seq order.
 // HasMore says whether more follow in the page's direction: after its last
 // message for a page read forward, before its first for one read
-// backward (memory.Page's Before).
+// backward (memory.Page's Backward).
 type MessagePage struct {
 	Conversation memory.Conversation
 	Messages     []memory.Message
@@ -50,7 +50,7 @@ func ReadPage(ctx context.Context, st Pager, id memory.Identity, p memory.Page) 
 		return MessagePage{}, err
 	}
 	page := MessagePage{Conversation: conv, Messages: msgs}
-	backward := p.Before > 0
+	backward := p.Backward
 	if len(msgs) > want {
 		page.HasMore = true
 		if backward {
@@ -66,11 +66,12 @@ func ReadPage(ctx context.Context, st Pager, id memory.Identity, p memory.Page) 
 		if backward {
 			m = msgs[len(msgs)-1-n]
 		}
-		if n > 0 && size+len(m.Content)+len(m.Raw) > MaxPageBytes {
+		mSize := encodedSize(m)
+		if n > 0 && size+mSize > MaxPageBytes {
 			page.HasMore = true
 			break
 		}
-		size += len(m.Content) + len(m.Raw)
+		size += mSize
 		n++
 	}
 	if backward {
@@ -87,7 +88,8 @@ func ReadPage(ctx context.Context, st Pager, id memory.Identity, p memory.Page) 
 
 // ParsePage reads a page's query parameters: limit (1 to
 // MaxPageMessages, DefaultPageMessages when absent), and after or before
-// (a message's seq; not both), each a 400 naming it when invalid.
+// (a message's seq; not both), each a 400 naming it when invalid. A before
+// of 0 or 1 names the empty page before the first message.
 func ParsePage(q url.Values) (memory.Page, *apierr.Error) {
 	p := memory.Page{Limit: DefaultPageMessages}
 	if v := q.Get("limit"); v != "" {
@@ -114,5 +116,6 @@ func ParsePage(q url.Values) (memory.Page, *apierr.Error) {
 	if q.Get("after") != "" && q.Get("before") != "" {
 		return p, apierr.Invalid("before", "Give after or before, not both.")
 	}
+	p.Backward = q.Get("before") != ""
 	return p, nil
 }

@@ -369,8 +369,8 @@ func (e *Engine) Users(ctx context.Context, tenant, match string, limit int) ([]
 }
 
 // Branches returns a conversation's superseded messages.
-func (e *Engine) Branches(ctx context.Context, id memory.Identity) ([]memory.Branch, error) {
-	return with(e, func(c *Core) ([]memory.Branch, error) { return c.Store.Branches(ctx, id) })
+func (e *Engine) Branches(ctx context.Context, id memory.Identity, limit int) ([]memory.Branch, error) {
+	return with(e, func(c *Core) ([]memory.Branch, error) { return c.Store.Branches(ctx, id, limit) })
 }
 
 // Summaries returns every summary version of a conversation.

@@ -59,7 +59,7 @@ type Store interface {
 	ErasedAt(ctx context.Context, tenant, user string) (time.Time, error)
 	DeletedAt(ctx context.Context, id memory.Identity) (time.Time, error)
 	Users(ctx context.Context, tenant, match string, limit int) ([]memory.UserActivity, error)
-	Branches(ctx context.Context, id memory.Identity) ([]memory.Branch, error)
+	Branches(ctx context.Context, id memory.Identity, limit int) ([]memory.Branch, error)
 	Summaries(ctx context.Context, id memory.Identity) ([]memory.Summary, error)
 	Footprint(ctx context.Context, tenant, user string) (memory.Footprint, error)
 	SetFactPinned(ctx context.Context, tenant, user string, id int64, pinned bool) error

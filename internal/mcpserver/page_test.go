@@ -32,12 +32,12 @@ func (s *longStore) Conversation(context.Context, memory.Identity) (memory.Conve
 func (s *longStore) ConversationPage(_ context.Context, _ memory.Identity, p memory.Page) (memory.Conversation, []memory.Message, error) {
 	var page []memory.Message
 	for _, m := range s.all() {
-		if (p.Before > 0 && m.Seq < p.Before) || (p.Before == 0 && m.Seq > p.After) {
+		if (p.Backward && m.Seq < p.Before) || (!p.Backward && m.Seq > p.After) {
 			page = append(page, m)
 		}
 	}
 	if p.Limit > 0 && len(page) > p.Limit {
-		if p.Before > 0 {
+		if p.Backward {
 			page = page[len(page)-p.Limit:]
 		} else {
 			page = page[:p.Limit]
@@ -78,6 +78,9 @@ func TestReadConversationIsPaged(t *testing.T) {
 	}
 	if n, first, _, more := read(map[string]any{"before": 11, "limit": 5}); n != 5 || first != 6 || !more {
 		t.Fatalf("page before #11: %d messages from #%d, has_more %v", n, first, more)
+	}
+	if n, _, _, more := read(map[string]any{"before": 0}); n != 0 || more {
+		t.Fatalf("page before #0: %d messages, has_more %v; want none, false", n, more)
 	}
 	for _, args := range []map[string]any{{"limit": 1001}, {"after": 1, "before": 5}, {"after": -1}} {
 		args["user"], args["conversation"] = "bob", "c"

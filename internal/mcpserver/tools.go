@@ -38,7 +38,7 @@ type (
 		Conversation string `json:"conversation" jsonschema:"the conversation id"`
 		Limit        int    `json:"limit,omitempty" jsonschema:"the most messages to read, 1 to 1000 (default 100)"`
 		After        int64  `json:"after,omitempty" jsonschema:"read the messages after this seq (the last_id of the page before)"`
-		Before       int64  `json:"before,omitempty" jsonschema:"read the last messages before this seq (the first_id of the page after)"`
+		Before       *int64 `json:"before,omitempty" jsonschema:"read the last messages before this seq (the first_id of the page after; 0 or 1: none)"`
 	}
 	listFactsInput struct {
 		User    string `json:"user" jsonschema:"the user whose facts to list"`
@@ -208,11 +208,14 @@ func (t *tenantTools) readConversation(ctx context.Context, _ *mcp.CallToolReque
 	if err := checkConversation(in.Conversation); err != nil {
 		return nil, nil, err
 	}
-	p := memory.Page{After: in.After, Before: in.Before, Limit: cmp.Or(in.Limit, admin.DefaultPageMessages)}
+	p := memory.Page{After: in.After, Limit: cmp.Or(in.Limit, admin.DefaultPageMessages)}
+	if in.Before != nil {
+		p.Before, p.Backward = *in.Before, true
+	}
 	switch {
 	case p.Limit < 1 || p.Limit > admin.MaxPageMessages:
 		return nil, nil, errInvalid{"limit must be from 1 to " + strconv.Itoa(admin.MaxPageMessages)}
-	case p.After < 0 || p.Before < 0 || (p.After > 0 && p.Before > 0):
+	case p.After < 0 || p.Before < 0 || (p.After > 0 && p.Backward):
 		return nil, nil, errInvalid{"after and before are seqs, one of them at most"}
 	}
 	page, err := admin.ReadPage(ctx, t.s.deps.Store, memory.Identity{Tenant: t.tenant, User: in.User, Conversation: in.Conversation}, p)

@@ -22,8 +22,17 @@ type conversationData struct {
 	FirstSeq, LastSeq int64
 	Earlier, Later    template.URL
 	Branches          []branchView
-	Summaries         []memory.Summary
+	// BranchMessages counts the superseded messages shown; BranchesCut
+	// says older ones are not (MaxBranchMessages).
+	BranchMessages int
+	BranchesCut    bool
+	Summaries      []memory.Summary
 }
+
+// MaxBranchMessages bounds the superseded messages the conversation page
+// shows, the newest: a conversation regenerated thousands of times shows
+// its latest branches, not every one.
+const MaxBranchMessages = 500
 
 // branchView is a superseded branch as the page shows it.
 type branchView struct {
@@ -55,7 +64,7 @@ func (u *UI) handleConversation(c echo.Context) error {
 	if err != nil {
 		return u.storeFailed(c, err)
 	}
-	branches, err := u.deps.Inspect.Branches(ctx, id)
+	branches, err := u.deps.Inspect.Branches(ctx, id, MaxBranchMessages)
 	if err != nil {
 		return u.storeFailed(c, err)
 	}
@@ -64,12 +73,16 @@ func (u *UI) handleConversation(c echo.Context) error {
 		return u.storeFailed(c, err)
 	}
 	d := conversationData{Conversation: pg.Conversation, Summaries: sums}
+	for _, b := range branches {
+		d.BranchMessages += len(b.Messages)
+	}
+	d.BranchesCut = d.BranchMessages >= MaxBranchMessages
 	for _, m := range pg.Messages {
 		d.Messages = append(d.Messages, viewMessage(m))
 	}
 	if n := len(pg.Messages); n > 0 {
 		d.FirstSeq, d.LastSeq = pg.Messages[0].Seq, pg.Messages[n-1].Seq
-		backward := p.Before > 0
+		backward := p.Backward
 		if (backward && pg.HasMore) || (!backward && p.After > 0) {
 			d.Earlier = pageQuery(q, "before", pg.Messages[0].Seq)
 		}

@@ -45,7 +45,7 @@ type Inspector interface {
 	Users(ctx context.Context, tenant, match string, limit int) ([]memory.UserActivity, error)
 	// Branches returns a conversation's superseded messages, by the moment
 	// they left the live branch.
-	Branches(ctx context.Context, id memory.Identity) ([]memory.Branch, error)
+	Branches(ctx context.Context, id memory.Identity, limit int) ([]memory.Branch, error)
 	// Summaries returns every summary version of a conversation, oldest first.
 	Summaries(ctx context.Context, id memory.Identity) ([]memory.Summary, error)
 }

@@ -14,7 +14,7 @@ import (
 // store: its live messages and the inspector's superseded ones.
 type deepStore interface {
 	middleStore
-	Branches(ctx context.Context, id memory.Identity) ([]memory.Branch, error)
+	Branches(ctx context.Context, id memory.Identity, limit int) ([]memory.Branch, error)
 }
 
 // TestCaptureKeepsMessagesAfterDeepEdit: a full-history client whose chat
@@ -67,7 +67,7 @@ func testDeepEdit(t *testing.T, backend string) {
 	}
 	superseded := func(t *testing.T, id memory.Identity) []string {
 		t.Helper()
-		bs, err := store.Branches(ctx, id)
+		bs, err := store.Branches(ctx, id, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,7 +17,7 @@ type sharedStore interface {
 	ChatLocker
 	cache.Store
 	ItemRevisions(ctx context.Context, tenant, user string) (memory.Revisions, error)
-	Branches(ctx context.Context, id memory.Identity) ([]memory.Branch, error)
+	Branches(ctx context.Context, id memory.Identity, limit int) ([]memory.Branch, error)
 }
 
 // gateway is one gateway's routing and capture over its own handle on a
@@ -137,7 +137,7 @@ func TestTwoGatewaysChatsSharingAnOpener(t *testing.T) {
 				} {
 					id := memory.Identity{Tenant: "t1", User: user, Conversation: conv}
 					got := texts(t, s1, id)
-					branches, err := s1.Branches(ctx, id)
+					branches, err := s1.Branches(ctx, id, 0)
 					if err != nil {
 						t.Fatal(err)
 					}

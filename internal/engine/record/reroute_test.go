@@ -112,7 +112,7 @@ func (o *opener) check(tb testing.TB, r *Router, st *sqlite.Store) {
 		for _, m := range msgs {
 			got = append(got, m.Content)
 		}
-		branches, err := st.Branches(ctx, id)
+		branches, err := st.Branches(ctx, id, 0)
 		if err != nil {
 			tb.Fatal(err)
 		}

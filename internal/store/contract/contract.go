@@ -257,14 +257,19 @@ func MessageJSON(m memory.Message) (string, error) {
 	return string(m.Raw), nil
 }
 
-// AddToBranches appends m, superseded at at, to bs, a conversation's
-// superseded messages read in (superseded_at, seq) order: a message leaving
-// the live branch at a new moment starts a new branch.
-func AddToBranches(bs []memory.Branch, at time.Time, m memory.Message) []memory.Branch {
-	if len(bs) == 0 || !bs[len(bs)-1].SupersededAt.Equal(at) {
-		bs = append(bs, memory.Branch{SupersededAt: at})
+// Branches groups a conversation's superseded messages, read newest first
+// (by superseded_at, then seq, descending; ats[i] the time msgs[i] was
+// superseded), into branches oldest first, each message in Seq order: the
+// messages leaving the live branch at one moment are one branch. None: an
+// empty slice.
+func Branches(msgs []memory.Message, ats []time.Time) []memory.Branch {
+	bs := []memory.Branch{}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if len(bs) == 0 || !bs[len(bs)-1].SupersededAt.Equal(ats[i]) {
+			bs = append(bs, memory.Branch{SupersededAt: ats[i]})
+		}
+		bs[len(bs)-1].Messages = append(bs[len(bs)-1].Messages, msgs[i])
 	}
-	bs[len(bs)-1].Messages = append(bs[len(bs)-1].Messages, m)
 	return bs
 }
 

@@ -127,17 +127,15 @@ func TestSummaryListsRoundTrip(t *testing.T) {
 	}
 }
 
-func TestAddToBranches(t *testing.T) {
+func TestBranches(t *testing.T) {
 	t1, t2 := time.Unix(1, 0), time.Unix(2, 0)
-	var bs []memory.Branch
-	for _, x := range []struct {
-		at  time.Time
-		seq int64
-	}{{t1, 3}, {t1, 4}, {t2, 4}} {
-		bs = AddToBranches(bs, x.at, memory.Message{Seq: x.seq})
+	// Read newest first, as the stores read them.
+	bs := Branches([]memory.Message{{Seq: 4}, {Seq: 4}, {Seq: 3}}, []time.Time{t2, t1, t1})
+	if len(bs) != 2 || len(bs[0].Messages) != 2 || bs[0].Messages[0].Seq != 3 || !bs[0].SupersededAt.Equal(t1) || len(bs[1].Messages) != 1 {
+		t.Fatalf("branches = %+v, want two: #3 and #4 at 1, then #4 at 2", bs)
 	}
-	if len(bs) != 2 || len(bs[0].Messages) != 2 || len(bs[1].Messages) != 1 {
-		t.Fatalf("branches = %+v, want two: 2 messages, then 1", bs)
+	if bs := Branches(nil, nil); bs == nil || len(bs) != 0 {
+		t.Fatalf("no messages: %#v, want an empty slice", bs)
 	}
 }
 

@@ -36,23 +36,28 @@ func (s *Store) Users(ctx context.Context, tenant, match string, limit int) ([]m
 	return us, nil
 }
 
-// Branches returns the conversation's superseded messages, grouped by the
-// moment they left the live branch, oldest first; none for an unknown
-// conversation.
-func (s *Store) Branches(ctx context.Context, id memory.Identity) ([]memory.Branch, error) {
-	bs := []memory.Branch{}
-	_, err := collect(ctx, s.pool, func(row pgx.CollectableRow) (struct{}, error) {
+// Branches returns the conversation's newest limit superseded messages
+// (all for limit <= 0), grouped by the moment they left the live branch,
+// oldest first; none for an unknown conversation. The partial index
+// messages_superseded (migration 0037) reads them alone.
+func (s *Store) Branches(ctx context.Context, id memory.Identity, limit int) ([]memory.Branch, error) {
+	var max any // NULL: no limit
+	if limit > 0 {
+		max = limit
+	}
+	var ats []time.Time
+	msgs, err := collect(ctx, s.pool, func(row pgx.CollectableRow) (memory.Message, error) {
 		var at time.Time
 		m, err := contract.ScanMessage(row, times{}, id, &at)
-		bs = contract.AddToBranches(bs, at, m)
-		return struct{}{}, err
+		ats = append(ats, at)
+		return m, err
 	}, `SELECT `+contract.MessageColumns+`, superseded_at FROM messages
 		WHERE tenant = $1 AND user_id = $2 AND conversation = $3 AND superseded_at IS NOT NULL
-		ORDER BY superseded_at, seq`, id.Tenant, id.User, id.Conversation)
+		ORDER BY superseded_at DESC, seq DESC LIMIT $4`, id.Tenant, id.User, id.Conversation, max)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list superseded messages: %w", err)
 	}
-	return bs, nil
+	return contract.Branches(msgs, ats), nil
 }
 
 // Summaries returns every summary version of the conversation, oldest

@@ -72,10 +72,7 @@ func (s *Store) Conversations(ctx context.Context, tenant, user string) ([]memor
 	cs, err := collect(ctx, s.pool, func(row pgx.CollectableRow) (memory.Conversation, error) {
 		c := memory.Conversation{Tenant: tenant, User: user}
 		return c, row.Scan(&c.ID, &c.CreatedAt, &c.UpdatedAt, &c.MessageCount)
-	}, `SELECT c.id, c.created_at, c.updated_at,
-		       (SELECT count(*) FROM messages m
-		        WHERE m.tenant = c.tenant AND m.user_id = c.user_id AND m.conversation = c.id
-		          AND m.superseded_at IS NULL)
+	}, `SELECT c.id, c.created_at, c.updated_at, c.message_count
 		FROM conversations c
 		WHERE c.tenant = $1 AND c.user_id = $2
 		ORDER BY c.updated_at DESC, c.id`, tenant, user)
@@ -91,9 +88,9 @@ func (s *Store) Conversation(ctx context.Context, id memory.Identity) (memory.Co
 	return s.ConversationPage(ctx, id, memory.Page{})
 }
 
-// ConversationPage returns one conversation, its live message count and a
-// page of its live messages in Seq order (memory.Page), read from one
-// snapshot, or memory.ErrNotFound.
+// ConversationPage returns one conversation, its live message count (kept
+// by triggers, migration 0037) and a page of its live messages in Seq
+// order (memory.Page), read from one snapshot, or memory.ErrNotFound.
 func (s *Store) ConversationPage(ctx context.Context, id memory.Identity, p memory.Page) (memory.Conversation, []memory.Message, error) {
 	defer telemetry.Span(&ctx, "postgres.ConversationPage")()
 	c := memory.Conversation{Tenant: id.Tenant, User: id.User, ID: id.Conversation}
@@ -103,10 +100,7 @@ func (s *Store) ConversationPage(ctx context.Context, id memory.Identity, p memo
 		limit = p.Limit
 	}
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `SELECT c.created_at, c.updated_at,
-			       (SELECT count(*) FROM messages m
-			        WHERE m.tenant = c.tenant AND m.user_id = c.user_id AND m.conversation = c.id
-			          AND m.superseded_at IS NULL)
+		err := tx.QueryRow(ctx, `SELECT c.created_at, c.updated_at, c.message_count
 			FROM conversations c
 			WHERE c.tenant = $1 AND c.user_id = $2 AND c.id = $3`,
 			id.Tenant, id.User, id.Conversation).Scan(&c.CreatedAt, &c.UpdatedAt, &c.MessageCount)
@@ -116,7 +110,7 @@ func (s *Store) ConversationPage(ctx context.Context, id memory.Identity, p memo
 		if err != nil {
 			return unavailable(err)
 		}
-		if p.Before > 0 {
+		if p.Backward {
 			msgs, err = queryMessages(ctx, tx, id, liveMessagesSQL+` AND seq < $4 ORDER BY seq DESC LIMIT $5`, p.Before, limit)
 			slices.Reverse(msgs)
 			return err

@@ -38,7 +38,7 @@ func TestInspectorReadRacingAnErasureAnswersNothing(t *testing.T) {
 			return count(len(ss)), err
 		}},
 		{"Branches", func(ctx context.Context, s *sqlite.Store, id memory.Identity) (string, error) {
-			bs, err := s.Branches(ctx, id)
+			bs, err := s.Branches(ctx, id, 0)
 			return count(len(bs)), err
 		}},
 	}

@@ -34,24 +34,28 @@ func (s *Store) Users(ctx context.Context, tenant, match string, limit int) ([]m
 	return us, nil
 }
 
-// Branches returns the conversation's superseded messages, grouped by the
-// moment they left the live branch, oldest first; none for an unknown
-// conversation.
-func (s *Store) Branches(ctx context.Context, id memory.Identity) ([]memory.Branch, error) {
-	bs := []memory.Branch{}
-	_, err := queryAll(ctx, s.read, func(r rowScanner) (struct{}, error) {
+// Branches returns the conversation's newest limit superseded messages
+// (all for limit <= 0), grouped by the moment they left the live branch,
+// oldest first; none for an unknown conversation. The partial index
+// messages_superseded (migration 0040) reads them alone.
+func (s *Store) Branches(ctx context.Context, id memory.Identity, limit int) ([]memory.Branch, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite's "no limit"
+	}
+	var ats []time.Time
+	msgs, err := queryAll(ctx, s.read, func(r rowScanner) (memory.Message, error) {
 		var at time.Time
 		m, err := contract.ScanMessage(r, times{}, id, times{}.Dest(&at))
-		bs = contract.AddToBranches(bs, at, m)
-		return struct{}{}, err
+		ats = append(ats, at)
+		return m, err
 	}, `SELECT `+contract.MessageColumns+`, superseded_at FROM messages
 		WHERE tenant = ? AND user_id = ? AND conversation = ? AND superseded_at IS NOT NULL`+notErasing("messages")+`
-		ORDER BY superseded_at, seq`, id.Tenant, id.User, id.Conversation)
+		ORDER BY superseded_at DESC, seq DESC LIMIT ?`, id.Tenant, id.User, id.Conversation, limit)
 	s.readHook()
 	if err != nil {
 		return nil, fmt.Errorf("list superseded messages: %w", err)
 	}
-	return bs, nil
+	return contract.Branches(msgs, ats), nil
 }
 
 // Summaries returns every summary version of the conversation, oldest

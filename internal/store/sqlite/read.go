@@ -128,7 +128,7 @@ func (s *Store) ConversationPage(ctx context.Context, id memory.Identity, p memo
 		return memory.Conversation{}, nil, fmt.Errorf("load conversation: %w", err)
 	}
 	q, arg := liveMessagesSQL+` AND seq > ? ORDER BY seq LIMIT ?`, p.After
-	if p.Before > 0 {
+	if p.Backward {
 		q, arg = liveMessagesSQL+` AND seq < ? ORDER BY seq DESC LIMIT ?`, p.Before
 	}
 	limit := p.Limit
@@ -139,7 +139,7 @@ func (s *Store) ConversationPage(ctx context.Context, id memory.Identity, p memo
 	if err != nil {
 		return memory.Conversation{}, nil, fmt.Errorf("load messages: %w", err)
 	}
-	if p.Before > 0 {
+	if p.Backward {
 		slices.Reverse(msgs)
 	}
 	if under, err := erasing(ctx, tx, id.Tenant, id.User); err != nil {

@@ -16,9 +16,10 @@ type Inspect interface {
 	// Users lists a tenant's users whose id contains match
 	// (case-insensitive), most recently active first, at most limit.
 	Users(ctx context.Context, tenant, match string, limit int) ([]memory.UserActivity, error)
-	// Branches returns a conversation's superseded messages grouped by the
-	// moment they left the live branch, oldest first.
-	Branches(ctx context.Context, id memory.Identity) ([]memory.Branch, error)
+	// Branches returns a conversation's newest limit superseded messages
+	// (all for limit <= 0) grouped by the moment they left the live
+	// branch, oldest first.
+	Branches(ctx context.Context, id memory.Identity, limit int) ([]memory.Branch, error)
 	// Summaries returns every summary version, oldest first.
 	Summaries(ctx context.Context, id memory.Identity) ([]memory.Summary, error)
 	// Footprint counts the rows stored about a user.
@@ -100,14 +101,14 @@ func testBranches(t *testing.T, s InspectStore) {
 	a := func(n string) memory.Message { return msg(t, "assistant", "answer "+n) }
 	mustSave(t, s, exchange(id, "e1", 1, nil, []memory.Message{u("1")}, a("1")))
 	mustSave(t, s, exchange(id, "e2", 2, []memory.Message{u("1"), a("1")}, []memory.Message{u("2")}, a("2")))
-	bs, err := s.Branches(ctx, id)
+	bs, err := s.Branches(ctx, id, 0)
 	if err != nil || len(bs) != 0 {
 		t.Fatalf("Branches before any edit = %+v, %v", bs, err)
 	}
 	// The client regenerates answer 2, then edits question 2.
 	mustSave(t, s, exchange(id, "e3", 3, []memory.Message{u("1"), a("1")}, []memory.Message{u("2")}, a("2 again")))
 	mustSave(t, s, exchange(id, "e4", 4, []memory.Message{u("1"), a("1"), u("2 edited"), a("2 edited")}, []memory.Message{u("3")}, a("3")))
-	bs, err = s.Branches(ctx, id)
+	bs, err = s.Branches(ctx, id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,8 +129,18 @@ func testBranches(t *testing.T, s InspectStore) {
 	_, live := mustConversation(t, s, id)
 	assertContents(t, "live branch", live, []string{"user:question 1", "assistant:answer 1",
 		"user:question 2 edited", "assistant:answer 2 edited", "user:question 3", "assistant:answer 3"})
-	if other, _ := s.Branches(ctx, memory.Identity{Tenant: "other", User: "alice", Conversation: "edits"}); len(other) != 0 {
+	if other, _ := s.Branches(ctx, memory.Identity{Tenant: "other", User: "alice", Conversation: "edits"}, 0); len(other) != 0 {
 		t.Errorf("another tenant sees branches: %+v", other)
+	}
+	// A limit keeps the newest superseded messages: the inspector shows
+	// those of a conversation regenerated ten thousand times.
+	bs, err = s.Branches(ctx, id, 3)
+	got = got[:0]
+	for _, b := range bs {
+		got = append(got, fmt.Sprint(contents(b.Messages)))
+	}
+	if err != nil || len(bs) != 2 || got[0] != "[assistant:answer 2]" || got[1] != "[user:question 2 assistant:answer 2 again]" {
+		t.Fatalf("Branches(limit 3) = %q, %v", got, err)
 	}
 }
 

@@ -659,7 +659,7 @@ func testConversationPages(t *testing.T, s Store) {
 		after = got[len(got)-1].Seq
 	}
 	for before := live[len(live)-1].Seq + 1; ; {
-		got := page(memory.Page{Before: before, Limit: 3})
+		got := page(memory.Page{Before: before, Backward: true, Limit: 3})
 		if len(got) == 0 {
 			break
 		}
@@ -674,6 +674,13 @@ func testConversationPages(t *testing.T, s Store) {
 			if got[i].Seq != live[i].Seq || got[i].Content != live[i].Content {
 				t.Fatalf("paging %s: message %d is #%d %q, want #%d %q", name, i, got[i].Seq, got[i].Content, live[i].Seq, live[i].Content)
 			}
+		}
+	}
+	// The page before the first message, or before seq 0, is empty: a walk
+	// backward ends there instead of starting again from the first page.
+	for _, before := range []int64{0, live[0].Seq} {
+		if got := page(memory.Page{Before: before, Backward: true, Limit: 3}); len(got) != 0 {
+			t.Fatalf("page before #%d: %d messages from #%d, want none", before, len(got), got[0].Seq)
 		}
 	}
 	if got := page(memory.Page{After: live[5].Seq, Limit: 1}); len(got) != 1 || got[0].Seq != live[6].Seq || got[0].Seq == live[5].Seq+1 {
