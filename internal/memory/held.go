@@ -43,10 +43,11 @@ const (
 	HeldTTL = time.Hour
 	// HeldLease is how long a claim keeps a held exchange from other
 	// claims, and from being given up (lapsed, or past the tenant's
-	// bounds, which count it all the same): the claimer deletes it once its turn is durable; a claimer
-	// that crashed, or whose capture did not settle, leaves it to be
-	// claimed again once the lease lapsed (stored again under the same
-	// exchange id, the store finds it stored).
+	// bounds, which count it all the same): the claimer deletes it once
+	// its turn is durable; a claimer that crashed, or whose capture did
+	// not settle, leaves it to be claimed again once the lease lapsed
+	// (stored again under the same exchange id, the store finds it
+	// stored).
 	HeldLease = time.Minute
 )
 
