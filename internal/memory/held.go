@@ -32,15 +32,22 @@ const (
 	// gives up its oldest.
 	HeldMax = 1024
 	// HeldMaxBytes bounds the encoded size of a tenant's held exchanges
-	// (the oldest given up first); a larger exchange is never held.
+	// (the oldest given up first).
 	HeldMaxBytes = 64 << 20
+	// HeldExchangeMaxBytes bounds the encoded size of one held exchange
+	// (the capture cap of a reply): a larger one is never held
+	// (ErrHeldTooLarge), so that no one exchange gives up a tenant's
+	// others.
+	HeldExchangeMaxBytes = 4 << 20
 	// HeldTTL is how long a held exchange waits for its answer.
 	HeldTTL = time.Hour
 	// HeldLease is how long a claim keeps a held exchange from other
-	// claims: the claimer deletes it once its turn is durable; a claimer
-	// that crashed, or whose capture did not settle, leaves it to be
-	// claimed again once the lease lapsed (stored again under the same
-	// exchange id, the store finds it stored).
+	// claims, and from being given up (lapsed, or past the tenant's
+	// bounds, which count it all the same): the claimer deletes it once
+	// its turn is durable; a claimer that crashed, or whose capture did
+	// not settle, leaves it to be claimed again once the lease lapsed
+	// (stored again under the same exchange id, the store finds it
+	// stored).
 	HeldLease = time.Minute
 )
 
@@ -83,11 +90,15 @@ type HeldResponse struct {
 	Received time.Time
 	// Expires is when the held exchange is given up.
 	Expires time.Time
+	// Now is when it is held, by the gateway's clock: the store gives
+	// up the held exchanges lapsed by then, and none under a claim's
+	// lease then.
+	Now time.Time
 }
 
 var (
-	// ErrHeldTooLarge: an exchange larger than HeldMaxBytes is never
-	// held.
+	// ErrHeldTooLarge: an exchange larger than HeldExchangeMaxBytes is
+	// never held.
 	ErrHeldTooLarge = errors.New("background exchange larger than the held responses' bound")
 	// ErrHeldLapsed: the held exchange claimed had lapsed (HeldTTL)
 	// before its answer came.

@@ -270,21 +270,58 @@ func bgStreamUpstream(t *testing.T, cut bool) *upstreamtest.Server {
 const bgStreamRequest = `{"model":"o3","input":"Where is Porto?","background":true,"stream":true}`
 
 // TestBackgroundStreamCaptured: a background response streamed whole is
-// captured as any stream, once: nothing stays held.
+// captured as any stream, once: nothing stays held, in the process or
+// in the shared store (which held it from the stream's head).
 func TestBackgroundStreamCaptured(t *testing.T) {
-	captured := make(chanCapturer, 4)
-	g := mustGateway(t, bgStreamUpstream(t, false), nil, Deps{Resolver: identity.New(nil), Capturer: captured})
-	ana := map[string]string{"X-Memory-User": "ana"}
-	if resp, b := g.post(t, "/v1/responses", bgStreamRequest, ana); resp.StatusCode != 200 || !strings.Contains(string(b), "response.completed") {
-		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	for _, shared := range []bool{false, true} {
+		t.Run(map[bool]string{false: "process", true: "shared"}[shared], func(t *testing.T) {
+			captured := make(chanCapturer, 4)
+			deps := Deps{Resolver: identity.New(nil), Capturer: captured}
+			held := newFakeHeld()
+			if shared {
+				deps.Held = held
+			}
+			g := mustGateway(t, bgStreamUpstream(t, false), nil, deps)
+			ana := map[string]string{"X-Memory-User": "ana"}
+			if resp, b := g.post(t, "/v1/responses", bgStreamRequest, ana); resp.StatusCode != 200 || !strings.Contains(string(b), "response.completed") {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			if ex := bgCaptured(t, captured); ex.Reply.Content != "Porto is in Portugal." {
+				t.Errorf("captured %q", ex.Reply.Content)
+			}
+			g.get(t, "/v1/responses/resp_bg", ana)
+			noCapture(t, g, captured)
+			if n := held.heldCount(); n != 0 || !g.p.pending.empty() {
+				t.Errorf("a stream read whole: %d held in the store, in the process %v; want none", n, !g.p.pending.empty())
+			}
+		})
 	}
-	if ex := bgCaptured(t, captured); ex.Reply.Content != "Porto is in Portugal." {
-		t.Errorf("captured %q", ex.Reply.Content)
+}
+
+// postBGStream POSTs bgStreamRequest for user, and returns the response
+// and what drops its stream (the client hangs up).
+func postBGStream(t *testing.T, g *gateway, user string) (*http.Response, func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, g.URL+"/v1/responses", strings.NewReader(bgStreamRequest))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Memory-User", user)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
 	}
-	g.get(t, "/v1/responses/resp_bg", ana)
-	noCapture(t, g, captured)
-	if !g.p.pending.empty() {
-		t.Error("a streamed response stays held")
+	t.Cleanup(cancel)
+	return resp, func() {
+		cancel()
+		resp.Body.Close()
+	}
+}
+
+// readUntil reads resp's stream up to the first line containing s.
+func readUntil(resp *http.Response, s string) {
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() && !strings.Contains(sc.Text(), s) {
 	}
 }
 
@@ -297,19 +334,9 @@ func TestBackgroundStreamResumed(t *testing.T) {
 	g := mustGateway(t, bgStreamUpstream(t, true), nil, Deps{Resolver: identity.New(nil), Capturer: captured})
 	ana := map[string]string{"X-Memory-User": "ana"}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, g.URL+"/v1/responses", strings.NewReader(bgStreamRequest))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Memory-User", "ana")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() && !strings.Contains(sc.Text(), "output_text.delta") {
-	}
-	cancel()
-	resp.Body.Close()
+	resp, drop := postBGStream(t, g, "ana")
+	readUntil(resp, "output_text.delta")
+	drop()
 	deadline := time.Now().Add(30 * time.Second)
 	for g.p.pending.empty() {
 		if time.Now().After(deadline) {

@@ -79,6 +79,10 @@ type exchangeCapture struct {
 	// background response's (holdBackground): every copy of it held
 	// carries it, so that storing it more than once finds it stored.
 	exID string
+	// headID is the id of a background stream's response, once its head
+	// held the exchange (holdAtHead); headHeld says where.
+	headID   string
+	headHeld heldWhere
 	// noTools: the request offered no tools (memory.Request.NoTools).
 	noTools bool
 	// stream is set once a 2xx event stream arrived.
@@ -97,6 +101,9 @@ type exchangeCapture struct {
 // is and not captured.
 func (c *exchangeCapture) attach(ctx context.Context, resp *http.Response, undecoded error) error {
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
+		if c.background {
+			c.holdAtHead(ctx, resp)
+		}
 		c.stream = newTee(c.replyStream())
 		resp.Body = &teeBody{ReadCloser: resp.Body, t: c.stream, endLine: c.api.streamEnd,
 			onEnd: func() { c.end(ctx) }, onUndecodable: c.undecodable}
@@ -120,9 +127,15 @@ func (c *exchangeCapture) attach(ctx context.Context, resp *http.Response, undec
 	reply, usage, err := c.api.reply(buf)
 	if errors.Is(err, responses.ErrNotDone) {
 		// A background response: its answer comes later.
-		if created, err := responses.CreatedFromJSON(buf); err != nil {
+		created, err := responses.CreatedFromJSON(buf)
+		if err != nil {
 			c.skipped(err)
-		} else if !c.holdBackground(ctx, created.ID) {
+			return nil
+		}
+		switch where, lost := c.holdBackground(ctx, created.ID); {
+		case lost != nil:
+			c.skipped(lost)
+		case c.degradedHold(where):
 			c.p.addDegraded(resp.Header, c.x, memory.DegradedBackground)
 		}
 		return nil
@@ -173,9 +186,11 @@ func (c *exchangeCapture) complete(ctx context.Context) {
 	}
 	if err != nil {
 		c.skipped(err)
+		c.unhold(ctx, true)
 		return
 	}
-	_ = c.capture(ctx, reply, usage) // the stream's head is gone: nothing to mark
+	// The stream's head is gone: nothing to mark.
+	c.unhold(ctx, c.capture(ctx, reply, usage))
 }
 
 // finish captures a stream whose body did not end it (on a goroutine that
@@ -204,6 +219,7 @@ func (c *exchangeCapture) undecodable(err error) {
 	c.done = true
 	c.stream.abandon()
 	c.skipped(err)
+	c.unhold(context.Background(), true)
 }
 
 // abandon ends a stream's capture when the relay was aborted (the client
@@ -223,9 +239,9 @@ func (c *exchangeCapture) abandon(ctx context.Context) {
 	c.done = true
 	if !c.p.captures.Go(func() {
 		if reply, usage, err := c.stream.result(); err == nil {
-			c.capture(ctx, reply, usage)
-		} else {
-			c.heldOn(err)
+			c.unhold(ctx, c.capture(ctx, reply, usage))
+		} else if !c.heldOn(err) {
+			c.unhold(ctx, true)
 		}
 	}) {
 		c.stream.abandon()

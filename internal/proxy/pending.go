@@ -120,12 +120,13 @@ func captureSize(c *exchangeCapture) int {
 }
 
 // hold keeps c until the answer of k's response comes, evicting the
-// oldest captures past the bounds (and those expired).
-func (p *pendingResponses) hold(k pendingKey, user string, c *exchangeCapture) {
+// oldest captures past the bounds (and those expired), and reports
+// whether it did: a capture larger than memory.HeldExchangeMaxBytes is
+// not held, and evicts none.
+func (p *pendingResponses) hold(k pendingKey, user string, c *exchangeCapture) bool {
 	size := captureSize(c)
-	if size > pendingMaxBytes {
-		p.lost(c)
-		return
+	if size > memory.HeldExchangeMaxBytes {
+		return false
 	}
 	p.mu.Lock()
 	var lost []*exchangeCapture
@@ -147,6 +148,7 @@ func (p *pendingResponses) hold(k pendingKey, user string, c *exchangeCapture) {
 	for _, c := range lost {
 		p.lost(c)
 	}
+	return true
 }
 
 // remove drops el; the caller holds mu.
@@ -205,26 +207,67 @@ func (p *pendingResponses) drop(k pendingKey) {
 	}
 }
 
-// forget drops the captures of tenant's user (erased, or a conversation
-// of theirs deleted).
-func (p *pendingResponses) forget(tenant, user string) {
+// take removes the captures of tenant's user, and returns them with the
+// ids of their responses.
+func (p *pendingResponses) take(tenant, user string) []*pendingEntry {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	var out []*pendingEntry
 	for el := p.ll.Front(); el != nil; {
 		next := el.Next()
 		if e := el.Value.(*pendingEntry); e.key.tenant == tenant && e.user == user {
 			p.remove(el)
+			out = append(out, e)
 		}
 		el = next
 	}
+	return out
 }
+
+// forgetHeld drops the captures this process holds of tenant's user, who
+// was erased or one of whose conversations was deleted (a notice says
+// which user, not which): each is offered to the shared store, which
+// refuses, as it refuses a save, one of a user erased since its request
+// arrived or of a conversation deleted since, and holds the others (a
+// GET on any process then stores them). Without a store, or while it
+// does not answer, nothing tells them apart: all are dropped (counted
+// background_lost), as nothing of an erased user may be kept.
+func (p *Proxy) forgetHeld(tenant, user string) {
+	for _, e := range p.pending.take(tenant, user) {
+		if p.deps.Held == nil {
+			continue
+		}
+		_, err := p.deps.Held.HoldResponse(context.Background(), e.c.exchange(), e.key.id)
+		switch {
+		case err == nil:
+			p.log.Debug("background response: exchange held in this process handed to the store on its user's forget", "request_id", e.c.x.ID())
+		case errors.Is(err, memory.ErrErased), errors.Is(err, memory.ErrHeldDeleted):
+		default:
+			e.c.skipped(fmt.Errorf("%w: its user forgotten while the store did not answer: %w", errBackgroundLost, err))
+		}
+	}
+}
+
+// heldWhere is where holdBackground held an exchange.
+type heldWhere int
+
+const (
+	// heldNowhere: not held, never to be stored (its user erased, its
+	// conversation deleted, or it is too large to hold).
+	heldNowhere heldWhere = iota
+	// heldShared: in the store every process shares (Deps.Held).
+	heldShared
+	// heldHere: in this process (pending).
+	heldHere
+)
 
 // holdBackground keeps c, whose reply is the background response id not
 // done yet, until a GET returns it done: in the shared store (Deps.Held),
-// else, while the store does not take it, in this process. It reports
-// false when it held c in this process though a shared store is
-// configured (degraded: only a GET reaching this process stores it).
-func (c *exchangeCapture) holdBackground(ctx context.Context, id string) bool {
+// else, while the store does not take it, in this process; and says
+// where. An exchange too large to hold (memory.HeldExchangeMaxBytes) is
+// held nowhere, and tooLarge says so: the caller counts it lost
+// (capture_skipped too_large) when it is.
+func (c *exchangeCapture) holdBackground(ctx context.Context, id string) (where heldWhere, tooLarge error) {
 	held := c.p.deps.Held
 	if c.exID == "" {
 		// One id for every copy held (the store's, and this process's
@@ -241,22 +284,30 @@ func (c *exchangeCapture) holdBackground(ctx context.Context, id string) bool {
 		case err == nil:
 			c.p.log.LogAttrs(ctx, slog.LevelDebug, "background response: exchange held in the store until its answer",
 				slog.String("request_id", c.x.ID()))
-			return true
+			return heldShared, nil
 		case errors.Is(err, memory.ErrErased), errors.Is(err, memory.ErrHeldDeleted):
 			c.p.log.LogAttrs(ctx, slog.LevelDebug, "background response: user erased or conversation deleted since the request arrived; exchange not held",
 				slog.String("request_id", c.x.ID()))
-			return true
+			return heldNowhere, nil
 		case errors.Is(err, memory.ErrHeldTooLarge):
-			c.skipped(errBackgroundLost)
-			return true
+			return heldNowhere, fmt.Errorf("%w: %w", errCaptureTooLarge, err)
 		}
 		c.p.log.LogAttrs(ctx, slog.LevelWarn, "background response: the store did not take its exchange; held in this process only",
 			slog.String("request_id", c.x.ID()), slog.String("error", err.Error()))
 	}
-	c.p.pending.hold(pendingKey{tenant: c.id.Tenant, id: id}, c.id.User, c)
+	if !c.p.pending.hold(pendingKey{tenant: c.id.Tenant, id: id}, c.id.User, c) {
+		return heldNowhere, fmt.Errorf("%w: %w", errCaptureTooLarge, memory.ErrHeldTooLarge)
+	}
 	c.p.log.LogAttrs(ctx, slog.LevelDebug, "background response: exchange held in this process until its answer",
 		slog.String("request_id", c.x.ID()))
-	return held == nil
+	return heldHere, nil
+}
+
+// degradedHold reports whether where is this process though a shared
+// store is configured (degraded: only a GET reaching this process
+// stores it).
+func (c *exchangeCapture) degradedHold(where heldWhere) bool {
+	return where == heldHere && c.p.deps.Held != nil
 }
 
 // closeHook calls onClose when the body is closed, before closing it.
@@ -271,17 +322,24 @@ func (b closeHook) Close() error {
 }
 
 // heldOn holds c when its stream, err, was cut off before its background
-// response was done (the response goes on at the provider), and reports
-// whether it did.
+// response was done (the response goes on at the provider), unless its
+// head held it already (holdAtHead), and reports whether it is held.
 func (c *exchangeCapture) heldOn(err error) bool {
 	if !c.background || !errors.Is(err, responses.ErrNotDone) {
 		return false
+	}
+	if c.headID != "" {
+		return true
 	}
 	s, ok := c.stream.reply.(*responses.Stream)
 	if !ok || s.ID() == "" {
 		return false
 	}
-	if !c.holdBackground(context.Background(), s.ID()) {
+	where, lost := c.holdBackground(context.Background(), s.ID())
+	switch {
+	case lost != nil:
+		c.skipped(lost)
+	case c.degradedHold(where):
 		c.p.m.degraded.WithLabelValues(memory.DegradedBackground).Inc()
 	}
 	return true

@@ -32,17 +32,20 @@ func TestPendingResponsesBounded(t *testing.T) {
 
 	p = newPendingResponses(func() time.Time { return now }, func(*exchangeCapture) { lost++ })
 	lost = 0
-	big := pendingMaxBytes / 3
-	for i := range 3 {
-		p.hold(key(i), "u", heldCapture(big))
+	big := memory.HeldExchangeMaxBytes - 64
+	fit := pendingMaxBytes / memory.HeldExchangeMaxBytes
+	for i := range fit + 1 {
+		if !p.hold(key(i), "u", heldCapture(big)) {
+			t.Fatalf("capture %d of the largest size not held", i)
+		}
 	}
-	if lost != 1 || p.has(key(0), "u") || !p.has(key(2), "u") {
+	if lost != 1 || p.has(key(0), "u") || !p.has(key(fit), "u") {
 		t.Fatalf("over the bytes: lost %d", lost)
 	}
-	p.hold(key(9), "u", heldCapture(pendingMaxBytes+1))
-	if lost != 2 || p.has(key(9), "u") {
-		t.Fatalf("a capture over the bytes held: lost %d", lost)
+	if p.hold(key(99), "u", heldCapture(memory.HeldExchangeMaxBytes+1)) || lost != 1 || p.has(key(99), "u") || !p.has(key(1), "u") {
+		t.Fatalf("a capture over memory.HeldExchangeMaxBytes held, or evicted another: lost %d", lost)
 	}
+	lost++ // as the caller counts it
 
 	if c := p.claim(key(1)); c == nil {
 		t.Fatal("not claimed")
@@ -59,8 +62,10 @@ func TestPendingResponsesBounded(t *testing.T) {
 	p.hold(pendingKey{"t", "a"}, "ana", heldCapture(1))
 	p.hold(pendingKey{"t", "b"}, "bob", heldCapture(1))
 	p.hold(pendingKey{"u", "c"}, "ana", heldCapture(1))
-	p.forget("t", "ana")
+	if taken := p.take("t", "ana"); len(taken) != 1 || taken[0].key != (pendingKey{"t", "a"}) {
+		t.Errorf("take returned %d captures, want t's a", len(taken))
+	}
 	if p.has(pendingKey{"t", "a"}, "ana") || !p.has(pendingKey{"t", "b"}, "bob") || !p.has(pendingKey{"u", "c"}, "ana") {
-		t.Error("forget dropped the wrong captures")
+		t.Error("take removed the wrong captures")
 	}
 }

@@ -241,10 +241,12 @@ func (p *Proxy) CloseIdleConnections() { p.transport.CloseIdleConnections() }
 // ones (within a short bound; a failure is counted and logged), and
 // whether they were seen resending their history (resenders), this
 // process's and the shared signal (likewise): the user was erased, or one
-// of their conversations deleted. Proxy is so a cache.Forgetter the
+// of their conversations deleted. The background exchanges this process
+// holds of the user go to the shared store, which keeps those neither
+// erased nor deleted (forgetHeld). Proxy is so a cache.Forgetter the
 // erasures reach, on every process.
 func (p *Proxy) Forget(tenant, user string) {
-	p.pending.forget(tenant, user)
+	p.forgetHeld(tenant, user)
 	if err := p.resenders.forget(context.Background(), tenant, user); err != nil {
 		p.m.newChatSignal.WithLabelValues(newChatSignalForget).Inc()
 		p.log.Warn("the shared signal that an erased user resends their history was not deleted; it expires on its own", "within", resenderMaxAge.String(), "error", err.Error())

@@ -68,13 +68,14 @@ func (c *Capturer) Hold(ctx context.Context, ex memory.Exchange, id string) (int
 	if err != nil {
 		return 0, fmt.Errorf("hold background exchange: encode: %w", err)
 	}
-	if len(b) > memory.HeldMaxBytes {
+	if len(b) > memory.HeldExchangeMaxBytes {
 		return 0, memory.ErrHeldTooLarge
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.OpTimeout)
 	defer cancel()
+	now := time.Now()
 	return c.opts.Held.HoldResponse(ctx, memory.HeldResponse{Identity: ex.Identity, ID: id, Exchange: b,
-		At: ex.At, Received: ex.Received, Expires: time.Now().Add(memory.HeldTTL)})
+		At: ex.At, Received: ex.Received, Expires: now.Add(memory.HeldTTL), Now: now})
 }
 
 // Held returns the owner of tenant's background response id held for

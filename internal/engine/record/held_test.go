@@ -2,6 +2,8 @@ package record
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -107,5 +109,30 @@ func TestHeldExchangeStoredOnce(t *testing.T) {
 	}
 	if n := len(s.ids()); n != 3 {
 		t.Errorf("stored %d exchanges, want 3 (a request's exchange is minted an id per capture)", n)
+	}
+}
+
+// TestHeldExchangeTooLarge: an exchange whose encoding is larger than
+// memory.HeldExchangeMaxBytes is not handed to the store
+// (memory.ErrHeldTooLarge); one well under it is, dated by the hold.
+func TestHeldExchangeTooLarge(t *testing.T) {
+	held := newMemHeld()
+	c := mustCapturer(t, nil, newFakeSaver(), nil, Options{Held: held})
+	ctx := context.Background()
+	big := exchange(t, "req-1", strings.Repeat("x", memory.HeldExchangeMaxBytes), "")
+	if _, err := c.Hold(ctx, big, "resp_big"); !errors.Is(err, memory.ErrHeldTooLarge) {
+		t.Fatalf("Hold of an exchange past the cap = %v, want memory.ErrHeldTooLarge", err)
+	}
+	before := time.Now()
+	if _, err := c.Hold(ctx, exchange(t, "req-2", "where is Porto?", ""), "resp_small"); err != nil {
+		t.Fatalf("Hold: %v", err)
+	}
+	held.mu.Lock()
+	defer held.mu.Unlock()
+	if _, ok := held.rows["t1/resp_big"]; ok || len(held.rows) != 1 {
+		t.Errorf("held %d rows, the one past the cap among them %v", len(held.rows), ok)
+	}
+	if h := held.rows["t1/resp_small"]; h.Now.Before(before) || !h.Expires.Equal(h.Now.Add(memory.HeldTTL)) {
+		t.Errorf("held at %v, expiring %v; want now, and memory.HeldTTL after", h.Now, h.Expires)
 	}
 }

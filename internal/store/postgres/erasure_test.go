@@ -51,7 +51,7 @@ func TestDeleteUserVacuumsInTheBackground(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := s.HoldResponse(ctx, memory.HeldResponse{Identity: id, ID: "resp_1", Exchange: []byte("x"),
-		At: time.Now(), Expires: time.Now().Add(memory.HeldTTL)}); err != nil {
+		At: time.Now(), Expires: time.Now().Add(memory.HeldTTL), Now: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	for _, table := range []string{"messages", "facts", "held_responses"} { // the tables the user's rows are in

@@ -16,12 +16,16 @@ import (
 // response id, in one of the writer's transactions, refused with
 // memory.ErrErased when the user was erased at or after h.At, with
 // memory.ErrHeldDeleted when its conversation was deleted at or after
-// h.Received (contract.DeletedSince, as a save). A row of
-// the same key is replaced. It then gives up the rows lapsed by h.At (up
-// to contract.ExpiredStates) and the tenant's oldest past
-// memory.HeldMax rows or memory.HeldMaxBytes bytes, and returns how many
-// it gave up.
+// h.Received (contract.DeletedSince, as a save), and with
+// memory.ErrHeldTooLarge past memory.HeldExchangeMaxBytes. A row of the
+// same key is replaced. It then gives up the rows lapsed by h.Now (up to
+// contract.ExpiredStates) and the tenant's oldest past memory.HeldMax
+// rows or memory.HeldMaxBytes bytes, none under a claim's lease at h.Now
+// (counted first, as the newest), and returns how many it gave up.
 func (s *Store) HoldResponse(ctx context.Context, h memory.HeldResponse) (int, error) {
+	if len(h.Exchange) > memory.HeldExchangeMaxBytes {
+		return 0, fmt.Errorf("hold response: %w", memory.ErrHeldTooLarge)
+	}
 	given := 0
 	err := s.inWrite(ctx, func(tx *sql.Tx) error {
 		given = 0
@@ -47,12 +51,14 @@ func (s *Store) HoldResponse(ctx context.Context, h memory.HeldResponse) (int, e
 			args  []any
 		}{
 			{`DELETE FROM held_responses WHERE digest IN
-				(SELECT digest FROM held_responses WHERE expires_at <= ?1 LIMIT ?2)`, []any{nanos(h.At), contract.ExpiredStates}},
+				(SELECT digest FROM held_responses WHERE expires_at <= ?1 AND claimed_until <= ?1 LIMIT ?2)`,
+				[]any{nanos(h.Now), contract.ExpiredStates}},
 			{`DELETE FROM held_responses WHERE digest IN (SELECT digest FROM
-				(SELECT digest, ROW_NUMBER() OVER newest AS n, SUM(size) OVER newest AS bytes
+				(SELECT digest, claimed_until, ROW_NUMBER() OVER newest AS n, SUM(size) OVER newest AS bytes
 				FROM held_responses WHERE tenant_digest = ?1
-				WINDOW newest AS (ORDER BY created_at DESC, digest ROWS UNBOUNDED PRECEDING))
-				WHERE n > ?2 OR bytes > ?3)`, []any{tenant, memory.HeldMax, memory.HeldMaxBytes}},
+				WINDOW newest AS (ORDER BY claimed_until > ?4 DESC, created_at DESC, digest ROWS UNBOUNDED PRECEDING))
+				WHERE (n > ?2 OR bytes > ?3) AND claimed_until <= ?4)`,
+				[]any{tenant, memory.HeldMax, memory.HeldMaxBytes, nanos(h.Now)}},
 		} {
 			r, err := tx.ExecContext(ctx, q.query, q.args...)
 			if err != nil {

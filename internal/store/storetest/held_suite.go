@@ -18,10 +18,12 @@ import (
 type HeldStore interface {
 	// HoldResponse keeps h until SettleResponse deletes it; it refuses, with
 	// memory.ErrErased, an exchange whose user was erased at or after
-	// h.At, and with memory.ErrHeldDeleted one whose conversation was
-	// deleted at or after h.Received. It gives up the held exchanges lapsed by h.At and the
-	// tenant's oldest past memory.HeldMax rows or memory.HeldMaxBytes
-	// bytes, and returns how many it gave up.
+	// h.At, with memory.ErrHeldDeleted one whose conversation was
+	// deleted at or after h.Received, and with memory.ErrHeldTooLarge one
+	// larger than memory.HeldExchangeMaxBytes. It gives up the held
+	// exchanges lapsed by h.Now and the tenant's oldest past
+	// memory.HeldMax rows or memory.HeldMaxBytes bytes, none under a
+	// claim's lease at h.Now, and returns how many it gave up.
 	HoldResponse(ctx context.Context, h memory.HeldResponse) (int, error)
 	// HeldOwner returns the owner (memory.UserTombstone) of tenant's held
 	// response id not lapsed by now, or memory.ErrNotFound.
@@ -52,6 +54,9 @@ func RunHeld(t *testing.T, open func(t *testing.T) HeldStore) {
 		{"Lapses", testHeldLapses},
 		{"OldestGivenUpPastTheRows", testHeldRows},
 		{"OldestGivenUpPastTheBytes", testHeldBytes},
+		{"TooLargeRefused", testHeldTooLarge},
+		{"LeasedNotGivenUpPastTheBytes", testHeldLeasedKept},
+		{"LeasedNotGivenUpLapsed", testHeldLeasedLapsing},
 		{"ErasureRemoves", testHeldErasure},
 		{"ErasedUserRefused", testHeldErasedRefused},
 		{"ConversationDeletionRemoves", testHeldConversationDeleted},
@@ -65,7 +70,7 @@ func RunHeld(t *testing.T, open func(t *testing.T) HeldStore) {
 // arrived at at.
 func held(tenant, user, c, id string, at time.Time, payload string) memory.HeldResponse {
 	return memory.HeldResponse{Identity: memory.Identity{Tenant: tenant, User: user, Conversation: c}, ID: id,
-		Exchange: []byte(payload), At: at, Expires: at.Add(memory.HeldTTL)}
+		Exchange: []byte(payload), At: at, Expires: at.Add(memory.HeldTTL), Now: at}
 }
 
 // mustHold holds h, and returns how many the store gave up.
@@ -95,10 +100,18 @@ func wantHeld(t *testing.T, s HeldStore, tenant, user, id string, now time.Time,
 	}
 	switch {
 	case payload == "" && !errors.Is(err, memory.ErrNotFound):
-		t.Errorf("ClaimResponse(%s/%s, %s) = %q, %v; want memory.ErrNotFound", tenant, user, id, h.Exchange, err)
+		t.Errorf("ClaimResponse(%s/%s, %s) = %s, %v; want memory.ErrNotFound", tenant, user, id, quoted(h.Exchange), err)
 	case payload != "" && (err != nil || string(h.Exchange) != payload):
-		t.Errorf("ClaimResponse(%s/%s, %s) = %q, %v; want %q", tenant, user, id, h.Exchange, err, payload)
+		t.Errorf("ClaimResponse(%s/%s, %s) = %s, %v; want %s", tenant, user, id, quoted(h.Exchange), err, quoted([]byte(payload)))
 	}
+}
+
+// quoted quotes b, or its head and length when it is long.
+func quoted(b []byte) string {
+	if len(b) <= 40 {
+		return fmt.Sprintf("%q", b)
+	}
+	return fmt.Sprintf("%q… (%d bytes)", b[:40], len(b))
 }
 
 // claimHeld claims tenant's id for user at now under a lease of
@@ -258,15 +271,86 @@ func testHeldRows(t *testing.T, s HeldStore) {
 // given up.
 func testHeldBytes(t *testing.T, s HeldStore) {
 	now := time.Now()
-	big := string(bytes.Repeat([]byte("b"), memory.HeldMaxBytes*2/5))
-	mustHold(t, s, held("acme", "ana", "c1", "resp_1", now, big))
-	mustHold(t, s, held("acme", "ana", "c1", "resp_2", now.Add(time.Millisecond), big))
-	if n := mustHold(t, s, held("acme", "ana", "c1", "resp_3", now.Add(2*time.Millisecond), big)); n != 1 {
+	big := string(bytes.Repeat([]byte("b"), memory.HeldExchangeMaxBytes))
+	const fit = memory.HeldMaxBytes / memory.HeldExchangeMaxBytes
+	for i := range fit {
+		if n := mustHold(t, s, held("acme", "ana", "c1", fmt.Sprintf("resp_%d", i), now.Add(time.Duration(i)*time.Millisecond), big)); n != 0 {
+			t.Fatalf("hold %d of %d gave up %d", i+1, fit, n)
+		}
+	}
+	if n := mustHold(t, s, held("acme", "ana", "c1", "resp_last", now.Add(time.Second), big)); n != 1 {
 		t.Errorf("a hold past the bytes gave up %d, want 1", n)
 	}
-	wantHeld(t, s, "acme", "ana", "resp_1", now, "")
-	wantHeld(t, s, "acme", "ana", "resp_2", now, big)
-	wantHeld(t, s, "acme", "ana", "resp_3", now, big)
+	wantHeld(t, s, "acme", "ana", "resp_0", now, "")
+	wantHeld(t, s, "acme", "ana", "resp_1", now, big)
+	wantHeld(t, s, "acme", "ana", "resp_last", now, big)
+}
+
+// testHeldTooLarge: an exchange larger than memory.HeldExchangeMaxBytes
+// is refused (memory.ErrHeldTooLarge), and gives up none of the tenant's
+// others; one of that size is held.
+func testHeldTooLarge(t *testing.T, s HeldStore) {
+	now := time.Now()
+	mustHold(t, s, held("acme", "ana", "c1", "resp_1", now, "x"))
+	huge := held("acme", "ana", "c1", "resp_huge", now.Add(time.Millisecond), string(bytes.Repeat([]byte("h"), memory.HeldExchangeMaxBytes+1)))
+	if n, err := s.HoldResponse(testCtx(t), huge); !errors.Is(err, memory.ErrHeldTooLarge) || n != 0 {
+		t.Errorf("HoldResponse of %d bytes = %d, %v; want 0, memory.ErrHeldTooLarge", len(huge.Exchange), n, err)
+	}
+	wantHeld(t, s, "acme", "ana", "resp_huge", now, "")
+	wantHeld(t, s, "acme", "ana", "resp_1", now, "x")
+	most := string(bytes.Repeat([]byte("m"), memory.HeldExchangeMaxBytes))
+	mustHold(t, s, held("acme", "ana", "c1", "resp_most", now, most))
+	wantHeld(t, s, "acme", "ana", "resp_most", now, most)
+}
+
+// testHeldLeasedKept: a held exchange under a claim's lease (its capture
+// in progress) is not given up past the tenant's bounds, which count it
+// and give up the oldest not leased instead; once the lease lapsed it is
+// claimed again.
+func testHeldLeasedKept(t *testing.T, s HeldStore) {
+	now := time.Now()
+	big := string(bytes.Repeat([]byte("b"), memory.HeldExchangeMaxBytes))
+	mustHold(t, s, held("acme", "ana", "c1", "resp_leased", now, big))
+	if _, err := claimHeld(t, s, "acme", "ana", "resp_leased", now); err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	const fit = memory.HeldMaxBytes / memory.HeldExchangeMaxBytes
+	given := 0
+	for i := range fit {
+		given += mustHold(t, s, held("acme", "ana", "c1", fmt.Sprintf("resp_%d", i), now.Add(time.Duration(i+1)*time.Millisecond), big))
+	}
+	if given != 1 {
+		t.Errorf("holds past the bytes with the oldest leased gave up %d, want 1", given)
+	}
+	wantHeld(t, s, "acme", "ana", "resp_0", now, "")
+	wantHeld(t, s, "acme", "ana", "resp_1", now, big)
+	after := now.Add(memory.HeldLease)
+	if h, err := claimHeld(t, s, "acme", "ana", "resp_leased", after); err != nil || string(h.Exchange) != big {
+		t.Fatalf("claim of the leased one after its lease = %d bytes, %v; want it kept past the bounds", len(h.Exchange), err)
+	}
+	settleHeld(t, s, "acme", "ana", "resp_leased")
+}
+
+// testHeldLeasedLapsing: a held exchange claimed before it lapsed is not
+// given up as lapsed under the claim's lease; once the lease lapsed it is
+// claimed again (its expiry telling), or given up.
+func testHeldLeasedLapsing(t *testing.T, s HeldStore) {
+	now := time.Now()
+	mustHold(t, s, held("other", "ana", "c1", "resp_lapsing", now, "x"))
+	claimedAt := now.Add(memory.HeldTTL - time.Second)
+	if _, err := claimHeld(t, s, "other", "ana", "resp_lapsing", claimedAt); err != nil {
+		t.Fatalf("claim before it lapsed: %v", err)
+	}
+	lapsed := now.Add(memory.HeldTTL + time.Second)
+	if n := mustHold(t, s, held("other", "bob", "c2", "resp_b", lapsed, "y")); n != 0 {
+		t.Errorf("a hold once it lapsed, under a lease, gave up %d, want 0", n)
+	}
+	if h, err := claimHeld(t, s, "other", "ana", "resp_lapsing", claimedAt.Add(memory.HeldLease)); err != nil || string(h.Exchange) != "x" {
+		t.Errorf("claim after the lease = %q, %v; want it (lapsed)", h.Exchange, err)
+	}
+	if n := mustHold(t, s, held("other", "bob", "c2", "resp_c", claimedAt.Add(3*memory.HeldLease), "z")); n != 1 {
+		t.Errorf("a hold once its lease lapsed too gave up %d, want 1", n)
+	}
 }
 
 // testHeldErasure: erasing a user removes the user's held responses, and
