@@ -41,6 +41,14 @@ type api struct {
 type replyStream interface {
 	io.Writer
 	Result() (memory.Message, *memory.Usage, error)
+	// HangUp notes that the client hung up after the events written so
+	// far, and reports whether they showed a whole answer, which the
+	// upstream's end is worth reading on for (see readOn).
+	HangUp() bool
+	// HungUpResult is the reply as Result returned it when HangUp was
+	// called (whole then, or an error), whatever was written since; the
+	// usage may be the stream's end's.
+	HungUpResult() (memory.Message, *memory.Usage, error)
 }
 
 // target is an upstream API root and the credentials the gateway sends it.

@@ -85,6 +85,9 @@ type exchangeCapture struct {
 	headHeld heldWhere
 	// noTools: the request offered no tools (memory.Request.NoTools).
 	noTools bool
+	// readOn decides whether the upstream is read on when the client
+	// hangs up (hangup.go); nil for a background response.
+	readOn *readOn
 	// stream is set once a 2xx event stream arrived.
 	stream *tee
 	// done is set once the exchange was handed on or given up.
@@ -105,6 +108,9 @@ func (c *exchangeCapture) attach(ctx context.Context, resp *http.Response, undec
 			c.holdAtHead(ctx, resp)
 		}
 		c.stream = newTee(c.replyStream())
+		if c.readOn != nil {
+			c.readOn.watch(c.stream)
+		}
 		resp.Body = &teeBody{ReadCloser: resp.Body, t: c.stream, endLine: c.api.streamEnd,
 			onEnd: func() { c.end(ctx) }, onUndecodable: c.undecodable}
 		return nil
@@ -174,6 +180,7 @@ func (c *exchangeCapture) end(ctx context.Context) {
 		return
 	}
 	c.done = true
+	c.readOn.ended()
 	c.complete(ctx)
 }
 
@@ -203,6 +210,12 @@ func (c *exchangeCapture) finish(ctx context.Context) {
 	// abandon, which runs next, must not close the stream the goroutine
 	// reads the result of.
 	c.done = true
+	if c.readOn.reading() {
+		// The client hung up and the upstream ended without its
+		// terminal event: stored by the rule of a hang-up.
+		c.afterHangUp(ctx)
+		return
+	}
 	if !c.p.captures.Go(func() { c.complete(ctx) }) {
 		c.stream.abandon()
 		c.skipped(errShutDown)
@@ -237,8 +250,20 @@ func (c *exchangeCapture) abandon(ctx context.Context) {
 		return
 	}
 	c.done = true
+	c.afterHangUp(ctx)
+}
+
+// afterHangUp captures the reply the stream holds whole (on a goroutine
+// that Proxy.Wait waits for), the stream being over without its terminal
+// event: after the upstream was read on past the client's hang-up, the
+// reply as it was whole when the client hung up (tee.resultAtHangUp).
+func (c *exchangeCapture) afterHangUp(ctx context.Context) {
+	result := c.stream.result
+	if c.readOn.reading() {
+		result = c.stream.resultAtHangUp
+	}
 	if !c.p.captures.Go(func() {
-		if reply, usage, err := c.stream.result(); err == nil {
+		if reply, usage, err := result(); err == nil {
 			c.unhold(ctx, c.capture(ctx, reply, usage))
 		} else if !c.heldOn(err) {
 			c.unhold(ctx, true)
@@ -477,65 +502,3 @@ func (b *teeBody) add(piece []byte) {
 		b.line = append(b.line, piece[:min(room, len(piece))]...)
 	}
 }
-
-// tee feeds an event stream, as read, to the API's replyStream on its own
-// goroutine through a bounded channel. The relay never waits for it: when
-// the channel is full, or the stream outgrows maxCaptureBytes, the capture
-// is given up, not the client.
-type tee struct {
-	ch    chan []byte
-	done  chan struct{}
-	bytes int
-	lost  bool
-	reply replyStream
-	err   error
-}
-
-func newTee(reply replyStream) *tee {
-	t := &tee{ch: make(chan []byte, teeDepth), done: make(chan struct{}), reply: reply}
-	go t.run()
-	return t
-}
-
-// feed queues a copy of chunk, or gives the capture up. It counts every
-// byte, queued or not, so that a stream over the cap is reported as such
-// even when the tee fell behind first.
-func (t *tee) feed(chunk []byte) {
-	if t.bytes += len(chunk); t.lost || t.bytes > maxCaptureBytes {
-		t.lost = true
-		return
-	}
-	select {
-	case t.ch <- bytes.Clone(chunk):
-	default:
-		t.lost = true
-	}
-}
-
-// run writes the chunks to the replyStream until the first error.
-func (t *tee) run() {
-	defer close(t.done)
-	for chunk := range t.ch {
-		if t.err == nil {
-			_, t.err = t.reply.Write(chunk)
-		}
-	}
-}
-
-// result waits for the queued chunks and returns the reassembled reply.
-func (t *tee) result() (memory.Message, *memory.Usage, error) {
-	close(t.ch)
-	<-t.done
-	switch {
-	case t.bytes > maxCaptureBytes:
-		return memory.Message{}, nil, errCaptureTooLarge
-	case t.lost:
-		return memory.Message{}, nil, errTeeOverflow
-	case t.err != nil:
-		return memory.Message{}, nil, t.err
-	}
-	return t.reply.Result()
-}
-
-// abandon stops the tee without a result.
-func (t *tee) abandon() { close(t.ch) }

@@ -41,6 +41,10 @@ func (k *keptStream) Result() (memory.Message, *memory.Usage, error) {
 	return memory.Message{Role: "assistant", Content: k.String()}, nil, nil
 }
 
+func (k *keptStream) HangUp() bool { return false }
+
+func (k *keptStream) HungUpResult() (memory.Message, *memory.Usage, error) { return k.Result() }
+
 // blankLineEnd returns the index of the newline that ends s's first blank
 // line, or -1.
 func blankLineEnd(s string) int {
@@ -210,6 +214,10 @@ type failingStream struct{ bytes.Buffer }
 func (f *failingStream) Result() (memory.Message, *memory.Usage, error) {
 	return memory.Message{}, nil, errors.New("unreadable")
 }
+
+func (f *failingStream) HangUp() bool { return false }
+
+func (f *failingStream) HungUpResult() (memory.Message, *memory.Usage, error) { return f.Result() }
 
 // TestFinishThenAbandonClosesTheStreamOnce: a stream whose body did not
 // end its capture is finished on a goroutine, and the handler's deferred

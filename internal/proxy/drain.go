@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"sync"
 )
@@ -17,6 +18,10 @@ type captureGroup struct {
 	mu      sync.Mutex
 	drained bool
 	wg      sync.WaitGroup
+	// draining ends (drain cancels it) when Drain is called: what waits
+	// on it (onDrain) stops.
+	draining context.Context
+	drain    context.CancelFunc
 }
 
 // Go runs f on a goroutine Wait and Drain wait for, and reports whether it
@@ -34,10 +39,28 @@ func (g *captureGroup) Go(f func()) bool {
 // Wait waits for the captures started so far.
 func (g *captureGroup) Wait() { g.wg.Wait() }
 
-// Drain refuses every later capture and waits for those started.
+// Drain refuses every later capture, stops what waits on it (onDrain),
+// and waits for the captures started.
 func (g *captureGroup) Drain() {
 	g.mu.Lock()
 	g.drained = true
+	if g.drain != nil {
+		g.drain()
+	}
 	g.mu.Unlock()
 	g.wg.Wait()
+}
+
+// onDrain calls f when Drain is called, unless stop (returned) was called
+// first; it reports false, and will not call f, once Drain was called.
+func (g *captureGroup) onDrain(f func()) (stop func() bool, ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.drained {
+		return nil, false
+	}
+	if g.draining == nil {
+		g.draining, g.drain = context.WithCancel(context.Background())
+	}
+	return context.AfterFunc(g.draining, f), true
 }

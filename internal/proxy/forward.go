@@ -384,18 +384,44 @@ func (b *timedBody) Close() error {
 // puts them back, before the upstream's, as they stand without a 1xx. A
 // 1xx goes without X-Memory-* and cookies (dropUpstreamOwn), as the final
 // answer's upstream headers do.
+//
+// With a readOn (a memory-on stream), a write the client's hang-up failed
+// tells it the client is gone; once it reads the upstream on, the writer
+// discards what it is given (the client is gone) and flushes nothing.
 type finalWriter struct {
 	*echo.Response
 	// own is the gateway's headers when the writer was made; relayed1xx
 	// is set once a 1xx went out.
 	own        http.Header
 	relayed1xx bool
+	readOn     *readOn
 }
 
 // newFinalWriter returns the writer the reverse proxy answers r through,
-// once the gateway set its own headers.
-func newFinalWriter(r *echo.Response) *finalWriter {
-	return &finalWriter{Response: r, own: r.Header().Clone()}
+// once the gateway set its own headers; k is the exchange's readOn, or
+// nil.
+func newFinalWriter(r *echo.Response, k *readOn) *finalWriter {
+	return &finalWriter{Response: r, own: r.Header().Clone(), readOn: k}
+}
+
+func (w *finalWriter) Write(p []byte) (int, error) {
+	if w.readOn.reading() {
+		w.readOn.overCap()
+		return len(p), nil
+	}
+	n, err := w.Response.Write(p)
+	if err != nil && w.readOn != nil && w.readOn.clientGone(context.Canceled) {
+		w.readOn.overCap()
+		return len(p), nil
+	}
+	return n, err
+}
+
+// Flush flushes the response, unless its client is gone (readOn).
+func (w *finalWriter) Flush() {
+	if !w.readOn.reading() {
+		w.Response.Flush()
+	}
 }
 
 func (w *finalWriter) WriteHeader(code int) {

@@ -345,7 +345,18 @@ func (p *Proxy) handleMemory(a *api) echo.HandlerFunc {
 		fr.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(out)), nil }
 		fr.ContentLength = int64(len(out))
 		fr.TransferEncoding = nil
-		p.rp.ServeHTTP(newFinalWriter(w), fr)
+		var k *readOn
+		if f.capture != nil && !f.capture.background {
+			// A stream whose client hangs up after a whole answer is
+			// read on to its end (hangup.go).
+			k, fr = p.readOnAfterHangUp(r.Context(), fr, f.capture)
+			defer func() {
+				if k.release() {
+					x.SetStatus(server.StatusClientClosed)
+				}
+			}()
+		}
+		p.rp.ServeHTTP(newFinalWriter(w, k), fr)
 		// The reverse proxy returns (rather than aborting the response) only
 		// when the upstream's whole answer reached the client.
 		if f.capture != nil {

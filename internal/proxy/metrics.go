@@ -50,6 +50,11 @@ type metrics struct {
 	// resenders' shared signal) that failed or were late, by op
 	// (newChatSignalWrite …; a failed read is degraded "newchat").
 	newChatSignal *prometheus.CounterVec
+	// hangUpReading counts the upstreams read on after their client hung
+	// up (readOn); hangUpReads how each such read ended, by outcome
+	// (readOnCompleted …).
+	hangUpReading prometheus.Gauge
+	hangUpReads   *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -109,7 +114,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, op := range []string{newChatSignalWrite, newChatSignalForget} {
 		m.newChatSignal.WithLabelValues(op)
 	}
-	for _, c := range []prometheus.Collector{m.breaker, m.degraded, m.retries, m.captureDr, m.tokensSent, m.tokensSaved, m.prepare, m.prefixRepeated, m.providerCached, m.states, m.auxiliary, m.prints, m.newChatSignal} {
+	m.hangUpReading = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "memgate_hangup_reads_in_flight", Help: "Upstream streams read on after their client hung up with a whole answer, for the exchange's end.",
+	})
+	m.hangUpReads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "memgate_hangup_reads_total", Help: "Upstream streams read on after their client hung up, by how the read ended: completed (the terminal event came, the exchange stored as the upstream ended it), timeout, broken (the upstream broke off, or the capture cap), shutdown.",
+	}, []string{"outcome"})
+	for _, o := range []string{readOnCompleted, readOnTimeout, readOnBroken, readOnShutdown} {
+		m.hangUpReads.WithLabelValues(o)
+	}
+	for _, c := range []prometheus.Collector{m.breaker, m.degraded, m.retries, m.captureDr, m.tokensSent, m.tokensSaved, m.prepare, m.prefixRepeated, m.providerCached, m.states, m.auxiliary, m.prints, m.newChatSignal, m.hangUpReading, m.hangUpReads} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -51,6 +51,11 @@ type Options struct {
 	// processes share (Deps.Prints); a read past it leaves the check to
 	// this process's own prints (X-Memory-Degraded: transcripts). 0: 150ms.
 	PrintsTimeout time.Duration
+	// HangUpReadOn bounds how long the upstream of a memory-on stream is
+	// read on after its client hung up once the stream had shown a whole
+	// answer, for the stream's end, so that the exchange is stored as the
+	// upstream finished it (see hangup.go). 0: 30s.
+	HangUpReadOn time.Duration
 	// StateRetention is how long a provider state (a stored response, a
 	// conversation) stays bound to the tenant's user that created it, when
 	// every tenant reaches the provider with the operator's key; past it,

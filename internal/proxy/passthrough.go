@@ -82,7 +82,7 @@ func (p *Proxy) handlePassthrough(a *api) echo.HandlerFunc {
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = clientBody{ReadCloser: r.Body, f: f}
 		}
-		p.rp.ServeHTTP(newFinalWriter(c.Response()), withForward(r, f))
+		p.rp.ServeHTTP(newFinalWriter(c.Response(), nil), withForward(r, f))
 		return nil
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memgate/memgate/internal/identity"
 	"github.com/memgate/memgate/internal/memory"
@@ -140,10 +141,18 @@ func relayedStream(t *testing.T, events ...string) (g *gateway, feed *upstreamte
 // line).
 func relayedStreamOn(t *testing.T, path, body string, events ...string) (g *gateway, feed *upstreamtest.Feed, captured chanCapturer, cancel context.CancelFunc) {
 	t.Helper()
+	return relayedStreamReadOn(t, 0, path, body, events...)
+}
+
+// relayedStreamReadOn is relayedStreamOn through a gateway that reads on
+// an upstream whose client hung up after a whole answer for readOn
+// (Options.HangUpReadOn; 0: the default).
+func relayedStreamReadOn(t *testing.T, readOn time.Duration, path, body string, events ...string) (g *gateway, feed *upstreamtest.Feed, captured chanCapturer, cancel context.CancelFunc) {
+	t.Helper()
 	feed = upstreamtest.NewFeed()
 	up := upstreamtest.New(t, feed)
 	captured = make(chanCapturer, 1)
-	g = mustGateway(t, up, func(c *gatewayConfig) { c.Upstream.Anthropic.BaseURL = up.URL() },
+	g = mustGateway(t, up, func(c *gatewayConfig) { c.Upstream.Anthropic.BaseURL = up.URL(); c.HangUpReadOn = readOn },
 		Deps{Resolver: identity.New(nil), Capturer: captured})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -244,7 +253,9 @@ func TestClientHangUpAfterAnswerStoresTurn(t *testing.T) {
 		{"responses naming a stored prompt", "/v1/responses", withPrompt, "responses", responses, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			g, feed, captured, cancel := relayedStreamOn(t, tt.path, tt.body, tt.events...)
+			// Read on for a moment after the hang-up (TestHangUpReadOnBounded):
+			// the upstream sends nothing more.
+			g, feed, captured, cancel := relayedStreamReadOn(t, 50*time.Millisecond, tt.path, tt.body, tt.events...)
 			cancel()
 			wait(t, feed.Canceled(), "upstream request to be cancelled")
 			g.waitMetric(t, `memgate_http_requests_total{route="`+tt.route+`",status="499"} 1`)

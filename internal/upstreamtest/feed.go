@@ -16,6 +16,7 @@ func decodeJSON(r *http.Request, v any) { _ = json.NewDecoder(r.Body).Decode(v) 
 type feedCmd struct {
 	raw   string
 	end   bool
+	close bool
 	abort bool
 }
 
@@ -56,6 +57,8 @@ func (f *Feed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			case c.end:
 				fmt.Fprint(w, "data: [DONE]\n\n")
 				rc.Flush()
+				return
+			case c.close:
 				return
 			}
 			fmt.Fprint(w, c.raw)
@@ -99,6 +102,13 @@ func (f *Feed) SendRaw(tb testing.TB, raw string) {
 func (f *Feed) End(tb testing.TB) {
 	tb.Helper()
 	f.send(tb, feedCmd{end: true})
+}
+
+// Close completes the response as it stands, without "data: [DONE]" (the
+// Anthropic and Responses streams end with their own events).
+func (f *Feed) Close(tb testing.TB) {
+	tb.Helper()
+	f.send(tb, feedCmd{close: true})
 }
 
 // Break aborts the response mid-stream: the connection is cut without a

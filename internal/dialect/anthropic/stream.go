@@ -24,6 +24,9 @@ type Stream struct {
 	stopped bool
 	failed  string // the error event's message, when one came
 	err     error
+	// wholeAtHangUp: Result would have returned the reply when HangUp
+	// was called.
+	wholeAtHangUp bool
 	// lossy is set by a thinking or redacted_thinking block's event that
 	// did not read without loss (memory.Lossless): its blocks get no
 	// digest.
@@ -144,6 +147,24 @@ func (s *Stream) event(ev sse.Event) error {
 		}
 	}
 	return nil
+}
+
+// HangUp notes that the client hung up after the events written so far,
+// and reports whether they hold a whole answer: message_delta gave its
+// stop_reason, and only message_stop may follow.
+func (s *Stream) HangUp() bool {
+	ok := s.dec.Err() == nil
+	s.wholeAtHangUp = ok && (s.failed != "" || s.started && s.stopped)
+	return ok && s.started && s.stopped
+}
+
+// HungUpResult returns the reply as Result did when HangUp was called:
+// the reply when it was whole then, else memory.ErrInvalid.
+func (s *Stream) HungUpResult() (memory.Message, *memory.Usage, error) {
+	if !s.wholeAtHangUp {
+		return memory.Message{}, nil, fmt.Errorf("%w: stream not whole when its client hung up", memory.ErrInvalid)
+	}
+	return s.Result()
 }
 
 // Result returns the reply reassembled — equal to what ReplyFromJSON reads

@@ -160,3 +160,39 @@ func TestStreamBoundsBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamHangUp: HangUp reports a whole answer once message_delta gave
+// its stop_reason, and HungUpResult returns the reply then; before it,
+// nothing.
+func TestStreamHangUp(t *testing.T) {
+	ev := func(typ, data string) string { return "event: " + typ + "\ndata: " + data + "\n\n" }
+	text := ev("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"m","stop_reason":null,"usage":{"input_tokens":5,"output_tokens":1}}}`) +
+		ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`) +
+		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"You like tea."}}`) +
+		ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
+	stop := ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":4}}`)
+	end := ev("message_stop", `{"type":"message_stop"}`)
+	for _, tt := range []struct {
+		name          string
+		before, after string
+		shown         bool
+	}{
+		{"after stop_reason", text + stop, end, true},
+		{"before stop_reason", text, stop + end, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := dialecttest.Feed(NewStream(0), []byte(tt.before), 5)
+			if got := s.HangUp(); got != tt.shown {
+				t.Errorf("HangUp %v, want %v", got, tt.shown)
+			}
+			dialecttest.Feed(s, []byte(tt.after), 5)
+			msg, _, err := s.HungUpResult()
+			switch {
+			case !tt.shown && !errors.Is(err, memory.ErrInvalid):
+				t.Errorf("HungUpResult %s, %v; want memory.ErrInvalid", msg.Raw, err)
+			case tt.shown && (err != nil || msg.Content != "You like tea."):
+				t.Errorf("HungUpResult %s, %v; want the reply", msg.Raw, err)
+			}
+		})
+	}
+}

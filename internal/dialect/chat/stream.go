@@ -21,6 +21,9 @@ type Stream struct {
 	dec   *sse.Decoder
 	err   error
 	done  bool // the [DONE] sentinel arrived
+	// wholeAtHangUp: Result would have returned the reply when HangUp
+	// was called.
+	wholeAtHangUp bool
 }
 
 // NewStream returns a Stream that gives up (every later Write and Result
@@ -71,6 +74,25 @@ func (s *Stream) Result() (memory.Message, *memory.Usage, error) {
 		return memory.Message{}, nil, fmt.Errorf("%w: chat stream ended before [DONE] or a finish_reason", memory.ErrInvalid)
 	}
 	return s.reply.Result()
+}
+
+// HangUp notes that the client hung up after the events written so far,
+// and reports whether they hold a whole answer: choice 0's finish_reason
+// (or [DONE]) arrived, and only the usage chunk and [DONE] may follow.
+func (s *Stream) HangUp() bool {
+	answered := s.err == nil && (s.done || s.reply.FinishReason() != "")
+	s.wholeAtHangUp = answered || s.err == nil && (s.reply.Failed() != "" || s.reply.chunks == 0)
+	return answered
+}
+
+// HungUpResult returns the reply as Result did when HangUp was called:
+// the reply, with what followed (the usage), when it was whole then, else
+// memory.ErrInvalid.
+func (s *Stream) HungUpResult() (memory.Message, *memory.Usage, error) {
+	if !s.wholeAtHangUp {
+		return memory.Message{}, nil, fmt.Errorf("%w: chat stream not whole when its client hung up", memory.ErrInvalid)
+	}
+	return s.Result()
 }
 
 // StreamReply reassembles the assistant message of a streamed chat

@@ -288,3 +288,38 @@ func TestStreamReplyBoundsToolCalls(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamHangUp: HangUp reports a whole answer once choice 0's
+// finish_reason arrived, and HungUpResult returns the reply then with
+// what followed (the usage chunk); before it, nothing.
+func TestStreamHangUp(t *testing.T) {
+	chunk := func(delta, finish string) string {
+		return `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}` + "\n\n"
+	}
+	text := chunk(`{"role":"assistant","content":"You like tea."}`, "null")
+	usage := `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}` + "\n\n"
+	for _, tt := range []struct {
+		name          string
+		before, after string
+		shown         bool
+	}{
+		{"after finish_reason", text + chunk(`{}`, `"stop"`), usage, true},
+		{"before finish_reason", text, chunk(`{}`, `"stop"`) + usage, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := NewStream(0)
+			s.Write([]byte(tt.before))
+			if got := s.HangUp(); got != tt.shown {
+				t.Errorf("HangUp %v, want %v", got, tt.shown)
+			}
+			s.Write([]byte(tt.after))
+			msg, u, err := s.HungUpResult()
+			switch {
+			case !tt.shown && !errors.Is(err, memory.ErrInvalid):
+				t.Errorf("HungUpResult %s, %v; want memory.ErrInvalid", msg.Raw, err)
+			case tt.shown && (err != nil || msg.Content != "You like tea." || u == nil || u.CompletionTokens != 4):
+				t.Errorf("HungUpResult %s, %+v, %v; want the reply with its usage", msg.Raw, u, err)
+			}
+		})
+	}
+}

@@ -29,6 +29,9 @@ type Stream struct {
 	// noTools: the request offered no tools, so its reply is whole once
 	// its message is (answered).
 	noTools bool
+	// hungUp holds the output indices of the items when HangUp was
+	// called, the reply whole then (answered); nil when it was not.
+	hungUp []int
 }
 
 // maxStreamParts bounds the output items, texts and summaries of one
@@ -319,6 +322,53 @@ func (it *streamItem) spoken() bool {
 	return it.refusal.Len() == 0 || it.refusalDone
 }
 
+// HangUp notes that the client hung up after the events written so far,
+// and reports whether they showed a whole answer, which the rest of the
+// stream is worth reading for: a NewToollessStream's whole reply
+// (answered), or a message or a function call item done, which more
+// output (a call after a preamble, a second message) may follow until
+// response.completed.
+func (s *Stream) HangUp() bool {
+	if s.dec.Err() != nil || s.failed != "" || s.over {
+		return false
+	}
+	if s.answered() {
+		s.hungUp = s.indices()
+		return true
+	}
+	for _, it := range s.items {
+		if it.done && (it.Type == "message" || it.Type == "function_call") {
+			return true
+		}
+	}
+	return false
+}
+
+// HungUpResult returns the reply as Result did when HangUp was called: a
+// NewToollessStream's reply whole then, of the items it held then (a
+// message begun after is left out), without usage; else
+// memory.ErrInvalid (a request with tools: a call may have followed).
+func (s *Stream) HungUpResult() (memory.Message, *memory.Usage, error) {
+	if s.hungUp == nil {
+		return memory.Message{}, nil, fmt.Errorf("%w: stream not whole when its client hung up", memory.ErrInvalid)
+	}
+	var r response
+	for _, i := range s.hungUp {
+		r.Output = append(r.Output, s.items[i].whole())
+	}
+	return r.reply()
+}
+
+// indices returns the output indices of the items held, in order.
+func (s *Stream) indices() []int {
+	idx := make([]int, 0, len(s.items))
+	for i := range s.items {
+		idx = append(idx, i)
+	}
+	slices.Sort(idx)
+	return idx
+}
+
 // Result returns the reply reassembled — equal to what ReplyFromJSON reads
 // from the same response given whole — and the usage. A stream that
 // carried response.failed or an error event returns what was streamed
@@ -345,12 +395,7 @@ func (s *Stream) Result() (memory.Message, *memory.Usage, error) {
 		r = *s.final
 	}
 	if len(r.Output) == 0 {
-		idx := make([]int, 0, len(s.items))
-		for i := range s.items {
-			idx = append(idx, i)
-		}
-		slices.Sort(idx)
-		for _, i := range idx {
+		for _, i := range s.indices() {
 			r.Output = append(r.Output, s.items[i].whole())
 		}
 	}

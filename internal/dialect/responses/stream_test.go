@@ -238,3 +238,53 @@ func TestToollessStreamNotWholeBeforeItsAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamHangUp: HangUp reports a whole answer shown — a tool-less
+// reply whole (answered), or a message or a function call item done —
+// and HungUpResult returns the reply as it was whole then, a message
+// begun after left out; none when it was not whole (a second message
+// begun, or a request with tools: a call may have followed).
+func TestStreamHangUp(t *testing.T) {
+	ev := func(typ, data string) string { return "event: " + typ + "\ndata: " + data + "\n\n" }
+	created := ev("response.created", `{"type":"response.created","response":{"id":"resp_1","object":"response","status":"in_progress","output":[]}}`)
+	message := func(out int, s string) (begun, done string) {
+		begun = ev("response.output_item.added", fmt.Sprintf(`{"type":"response.output_item.added","output_index":%d,"item":{"id":"msg_%[1]d","type":"message","status":"in_progress","role":"assistant","content":[]}}`, out)) +
+			ev("response.content_part.added", fmt.Sprintf(`{"type":"response.content_part.added","output_index":%d,"content_index":0,"part":{"type":"output_text","text":""}}`, out)) +
+			ev("response.output_text.delta", fmt.Sprintf(`{"type":"response.output_text.delta","output_index":%d,"content_index":0,"delta":%q}`, out, s))
+		done = ev("response.output_item.done", fmt.Sprintf(`{"type":"response.output_item.done","output_index":%d,"item":{"id":"msg_%[1]d","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":%q}]}}`, out, s))
+		return begun, done
+	}
+	call := ev("response.output_item.done", `{"type":"response.output_item.done","output_index":0,"item":{"id":"fc_1","type":"function_call","status":"completed","call_id":"c1","name":"f","arguments":"{}"}}`)
+	first, firstDone := message(0, "One.")
+	second, _ := message(1, "Two.")
+	for _, tt := range []struct {
+		name        string
+		new         func(int64) *Stream
+		before      string // written before the hang-up
+		after       string // written after it
+		shown       bool
+		wantContent string // HungUpResult's content; "" when not whole
+	}{
+		{"tool-less, message done, a second begun after", NewToollessStream, created + first + firstDone, second, true, "One."},
+		{"tool-less, message begun", NewToollessStream, created + first, "", false, ""},
+		{"tool-less, second message begun", NewToollessStream, created + first + firstDone + second, "", true, ""},
+		{"tools, message done", NewStream, created + first + firstDone, second, true, ""},
+		{"tools, function call done", NewStream, created + call, "", true, ""},
+		{"tools, message begun", NewStream, created + first, "", false, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := dialecttest.Feed(tt.new(0), []byte(tt.before), 7)
+			if got := s.HangUp(); got != tt.shown {
+				t.Errorf("HangUp %v, want %v", got, tt.shown)
+			}
+			dialecttest.Feed(s, []byte(tt.after), 7)
+			msg, _, err := s.HungUpResult()
+			switch {
+			case tt.wantContent == "" && !errors.Is(err, memory.ErrInvalid):
+				t.Errorf("HungUpResult %s, %v; want memory.ErrInvalid", msg.Raw, err)
+			case tt.wantContent != "" && (err != nil || msg.Content != tt.wantContent):
+				t.Errorf("HungUpResult %s, %v; want content %q", msg.Raw, err, tt.wantContent)
+			}
+		})
+	}
+}
