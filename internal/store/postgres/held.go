@@ -23,7 +23,8 @@ import (
 // contract.ExpiredStates, skipping those another transaction holds) and
 // the tenant's oldest past memory.HeldMax rows or memory.HeldMaxBytes
 // bytes, none under a claim's lease at h.Now (counted first, as the
-// newest), and returns how many it gave up.
+// newest; a lease committed while the eviction runs keeps its row), and
+// returns how many it gave up.
 func (s *Store) HoldResponse(ctx context.Context, h memory.HeldResponse) (int, error) {
 	if len(h.Exchange) > memory.HeldExchangeMaxBytes {
 		return 0, fmt.Errorf("postgres: hold response: %w", memory.ErrHeldTooLarge)
@@ -54,6 +55,10 @@ func (s *Store) HoldResponse(ctx context.Context, h memory.HeldResponse) (int, e
 			contract.ConversationTombstone(h.Identity), h.Exchange, len(h.Exchange), h.At, h.Expires); err != nil {
 			return unavailable(err)
 		}
+		// The bounds eviction repeats the lease test on its own row: a claim
+		// committed after its snapshot leaves it waiting on the row lock,
+		// and READ COMMITTED's recheck re-evaluates only the outer
+		// conditions on the row's new version, not the window's.
 		for _, q := range []struct {
 			query string
 			args  []any
@@ -66,7 +71,8 @@ func (s *Store) HoldResponse(ctx context.Context, h memory.HeldResponse) (int, e
 				FROM held_responses WHERE tenant_digest = $1
 				WINDOW newest AS (ORDER BY claimed_until IS NOT NULL AND claimed_until > $4 DESC, created_at DESC, digest
 					ROWS UNBOUNDED PRECEDING)) AS t
-				WHERE (n > $2 OR bytes > $3) AND (claimed_until IS NULL OR claimed_until <= $4))`,
+				WHERE (n > $2 OR bytes > $3) AND (claimed_until IS NULL OR claimed_until <= $4))
+				AND (claimed_until IS NULL OR claimed_until <= $4)`,
 				[]any{tenant, memory.HeldMax, memory.HeldMaxBytes, h.Now}},
 		} {
 			tag, err := tx.Exec(ctx, q.query, q.args...)
