@@ -51,15 +51,24 @@ func (c *exchangeCapture) unhold(ctx context.Context, settled bool) {
 	}
 	switch c.headHeld {
 	case heldHere:
-		c.p.pending.drop(pendingKey{tenant: c.id.Tenant, id: c.headID})
-	case heldShared:
-		if !settled {
+		if !c.p.pending.unheld(pendingKey{tenant: c.id.Tenant, id: c.headID}, c, settled) {
 			return
 		}
-		owner := memory.UserTombstone(c.id.Tenant, c.id.User)
-		if err := c.p.deps.Held.SettleResponse(context.WithoutCancel(ctx), c.id.Tenant, c.headID, owner); err != nil {
-			c.p.log.LogAttrs(ctx, slog.LevelDebug, "background stream: its held exchange not deleted; a GET claims it, and finds it stored",
-				slog.String("request_id", c.x.ID()), slog.String("error", err.Error()))
+		// forgetHeld handed it to the store since: as held there.
+		fallthrough
+	case heldShared:
+		if settled {
+			c.settleHeld(context.WithoutCancel(ctx), c.headID)
 		}
+	}
+}
+
+// settleHeld deletes the store's copy of c's exchange, held as background
+// response id's: its capture settled, or it is never to be stored.
+func (c *exchangeCapture) settleHeld(ctx context.Context, id string) {
+	owner := memory.UserTombstone(c.id.Tenant, c.id.User)
+	if err := c.p.deps.Held.SettleResponse(ctx, c.id.Tenant, id, owner); err != nil {
+		c.p.log.LogAttrs(ctx, slog.LevelDebug, "background stream: its held exchange not deleted; a GET claims it, and finds it stored",
+			slog.String("request_id", c.x.ID()), slog.String("error", err.Error()))
 	}
 }

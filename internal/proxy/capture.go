@@ -83,6 +83,10 @@ type exchangeCapture struct {
 	// held the exchange (holdAtHead); headHeld says where.
 	headID   string
 	headHeld heldWhere
+	// handedOff: forgetHeld handed the exchange held here to the store;
+	// unheldSettled: unhold ended its head's hold here, its capture
+	// settled. Both guarded by pending.mu (pendingResponses.unheld).
+	handedOff, unheldSettled bool
 	// noTools: the request offered no tools (memory.Request.NoTools).
 	noTools bool
 	// readOn decides whether the upstream is read on when the client

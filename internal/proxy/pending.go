@@ -224,28 +224,75 @@ func (p *pendingResponses) take(tenant, user string) []*pendingEntry {
 	return out
 }
 
+// handOffTimeout bounds, in all, forgetHeld's hand-off to the store of
+// the captures a forgotten user holds in this process (the store's
+// OpTimeout, by default, for one of them): those not handed off by then
+// are dropped, as with no store.
+const handOffTimeout = 5 * time.Second
+
 // forgetHeld drops the captures this process holds of tenant's user, who
 // was erased or one of whose conversations was deleted (a notice says
 // which user, not which): each is offered to the shared store, which
 // refuses, as it refuses a save, one of a user erased since its request
 // arrived or of a conversation deleted since, and holds the others (a
 // GET on any process then stores them). Without a store, or while it
-// does not answer, nothing tells them apart: all are dropped (counted
-// background_lost), as nothing of an erased user may be kept.
+// does not answer (within handOffTimeout for them all), nothing tells
+// them apart: all are dropped (counted background_lost), as nothing of
+// an erased user may be kept. A live stream's head-held capture handed
+// off is deleted from the store when its stream ends it (unhold).
 func (p *Proxy) forgetHeld(tenant, user string) {
-	for _, e := range p.pending.take(tenant, user) {
-		if p.deps.Held == nil {
-			continue
+	taken := p.pending.take(tenant, user)
+	if len(taken) == 0 || p.deps.Held == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), handOffTimeout)
+	defer cancel()
+	for _, e := range taken {
+		err := ctx.Err()
+		given := 0
+		if err == nil {
+			given, err = p.deps.Held.HoldResponse(ctx, e.c.exchange(), e.key.id)
 		}
-		_, err := p.deps.Held.HoldResponse(context.Background(), e.c.exchange(), e.key.id)
+		if given > 0 {
+			p.m.captureDr.WithLabelValues(skipBackgroundLost).Add(float64(given))
+		}
 		switch {
 		case err == nil:
 			p.log.Debug("background response: exchange held in this process handed to the store on its user's forget", "request_id", e.c.x.ID())
+			if p.pending.handedOff(e.c) {
+				e.c.settleHeld(ctx, e.key.id)
+			}
 		case errors.Is(err, memory.ErrErased), errors.Is(err, memory.ErrHeldDeleted):
 		default:
 			e.c.skipped(fmt.Errorf("%w: its user forgotten while the store did not answer: %w", errBackgroundLost, err))
 		}
 	}
+}
+
+// handedOff notes that c, held here, was handed to the store, and
+// reports whether its stream's head hold was already ended, its capture
+// settled (unheld): the store's copy is then to be deleted.
+func (p *pendingResponses) handedOff(c *exchangeCapture) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c.handedOff = true
+	return c.unheldSettled
+}
+
+// unheld ends the hold here of k, c's stream's head (settled: its capture
+// settled, or it is never to be stored), and reports whether forgetHeld
+// handed it to the store, whose copy is then the one to delete.
+func (p *pendingResponses) unheld(k pendingKey, c *exchangeCapture, settled bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c.handedOff {
+		return true
+	}
+	if el, ok := p.m[k]; ok && el.Value.(*pendingEntry).c == c {
+		p.remove(el)
+	}
+	c.unheldSettled = settled
+	return false
 }
 
 // heldWhere is where holdBackground held an exchange.
