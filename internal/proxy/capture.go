@@ -250,6 +250,10 @@ func (c *exchangeCapture) undecodable(err error) {
 // client chose to stop it; a background response's, which goes on at the
 // provider, is held until a GET returns it done (heldOn).
 func (c *exchangeCapture) abandon(ctx context.Context) {
+	// The place reserved when the upstream was read on after a hang-up
+	// is given back once the exchange was stored (end), given up, or its
+	// capture started in it (afterHangUp).
+	defer func() { c.readOn.takeSlot()() }()
 	if c.done || c.stream == nil {
 		return
 	}
@@ -260,13 +264,23 @@ func (c *exchangeCapture) abandon(ctx context.Context) {
 // afterHangUp captures the reply the stream holds whole (on a goroutine
 // that Proxy.Wait waits for), the stream being over without its terminal
 // event: after the upstream was read on past the client's hang-up, the
-// reply as it was whole when the client hung up (tee.resultAtHangUp).
+// reply as it was whole when the client hung up (tee.resultAtHangUp), in
+// the place reserved when the read began — the drain that ended it waits
+// for the store.
 func (c *exchangeCapture) afterHangUp(ctx context.Context) {
-	result := c.stream.result
+	result, run := c.stream.result, c.p.captures.Go
 	if c.readOn.reading() {
 		result = c.stream.resultAtHangUp
+		slot := c.readOn.takeSlot()
+		run = func(f func()) bool {
+			go func() {
+				defer slot()
+				f()
+			}()
+			return true
+		}
 	}
-	if !c.p.captures.Go(func() {
+	if !run(func() {
 		if reply, usage, err := result(); err == nil {
 			c.unhold(ctx, c.capture(ctx, reply, usage))
 		} else if !c.heldOn(err) {

@@ -19,7 +19,7 @@ type captureGroup struct {
 	drained bool
 	wg      sync.WaitGroup
 	// draining ends (drain cancels it) when Drain is called: what waits
-	// on it (onDrain) stops.
+	// on it (reserve) stops.
 	draining context.Context
 	drain    context.CancelFunc
 }
@@ -39,8 +39,8 @@ func (g *captureGroup) Go(f func()) bool {
 // Wait waits for the captures started so far.
 func (g *captureGroup) Wait() { g.wg.Wait() }
 
-// Drain refuses every later capture, stops what waits on it (onDrain),
-// and waits for the captures started.
+// Drain refuses every later capture, stops what waits on it (reserve),
+// and waits for the captures started and the places reserved.
 func (g *captureGroup) Drain() {
 	g.mu.Lock()
 	g.drained = true
@@ -51,16 +51,21 @@ func (g *captureGroup) Drain() {
 	g.wg.Wait()
 }
 
-// onDrain calls f when Drain is called, unless stop (returned) was called
-// first; it reports false, and will not call f, once Drain was called.
-func (g *captureGroup) onDrain(f func()) (stop func() bool, ok bool) {
+// reserve holds a place among the captures Wait and Drain wait for, for
+// a capture that starts later (one after an upstream read on), given back
+// by done (returned; once, whoever calls it); and calls f when Drain is
+// called, unless stop (returned) was called first, so that f can end
+// what the capture waits for: Drain waits for done. It reports false, and
+// reserves nothing, once Drain was called.
+func (g *captureGroup) reserve(f func()) (done func(), stop func() bool, ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.drained {
-		return nil, false
+		return nil, nil, false
 	}
 	if g.draining == nil {
 		g.draining, g.drain = context.WithCancel(context.Background())
 	}
-	return context.AfterFunc(g.draining, f), true
+	g.wg.Add(1)
+	return sync.OnceFunc(g.wg.Done), context.AfterFunc(g.draining, f), true
 }

@@ -72,6 +72,13 @@ type readOn struct {
 	timer     *time.Timer
 	stopDrain func() bool
 	outcome   string
+	// slot is the place among the proxy's captures reserved when reading
+	// on began (captureGroup.reserve), so that the drain that ends the
+	// read waits for the exchange to be stored: given back once the
+	// capture ran or was given up (exchangeCapture.abandon, which the
+	// handler runs after release), or by the capture it was taken for
+	// (afterHangUp); nil once taken.
+	slot func()
 }
 
 // readOnAfterHangUp returns fr under an upstream context of its own,
@@ -110,8 +117,8 @@ func (k *readOn) clientGone(cause error) bool {
 		return false
 	}
 	if !errors.Is(cause, server.ErrShutdown) && k.tee != nil && k.tee.hangUp() {
-		if stop, ok := k.p.captures.onDrain(func() { k.stop(errShutDown, readOnShutdown) }); ok {
-			k.state, k.stopDrain = readingOn, stop
+		if slot, stop, ok := k.p.captures.reserve(func() { k.stop(errShutDown, readOnShutdown) }); ok {
+			k.state, k.stopDrain, k.slot = readingOn, stop, slot
 			k.kept.Store(true)
 			k.timer = time.AfterFunc(k.bound, func() { k.stop(errReadOnTimeout, readOnTimeout) })
 			k.p.m.hangUpReading.Inc()
@@ -132,6 +139,23 @@ func (k *readOn) stop(cause error, outcome string) {
 	}
 	k.mu.Unlock()
 	k.cancel(cause)
+}
+
+// takeSlot returns the place k reserved among the proxy's captures when it
+// began reading on, for its taker to give back (k.slot); a no-op when k
+// reserved none or it was taken.
+func (k *readOn) takeSlot() func() {
+	if k == nil {
+		return func() {}
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	slot := k.slot
+	k.slot = nil
+	if slot == nil {
+		return func() {}
+	}
+	return slot
 }
 
 // ended notes that the stream reached its terminal event.

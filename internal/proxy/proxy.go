@@ -227,7 +227,9 @@ func (p *Proxy) Wait() {
 
 // Drain is Wait at shutdown, once the server stopped serving: a handler
 // the server gave up on (the shutdown grace ran out) and that ends its
-// stream later starts no capture (counted as not captured, shutdown).
+// stream later starts no capture (counted as not captured, shutdown); an
+// upstream read on after its client hung up is cancelled, and its turn
+// stored as it was whole at the hang-up before Drain returns.
 func (p *Proxy) Drain() {
 	p.captures.Drain()
 	p.resenders.wait()
