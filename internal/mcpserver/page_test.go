@@ -79,10 +79,20 @@ func TestReadConversationIsPaged(t *testing.T) {
 	if n, first, _, more := read(map[string]any{"before": 11, "limit": 5}); n != 5 || first != 6 || !more {
 		t.Fatalf("page before #11: %d messages from #%d, has_more %v", n, first, more)
 	}
-	if n, _, _, more := read(map[string]any{"before": 0}); n != 0 || more {
-		t.Fatalf("page before #0: %d messages, has_more %v; want none, false", n, more)
+	// An LLM fills optional integers with 0: before 0 and after 0 are not
+	// given (the management API's before=0 is an empty page).
+	for _, args := range []map[string]any{{"before": 0}, {"after": 0, "before": 0}, {"after": 0}} {
+		if n, first, last, more := read(args); n != admin.DefaultPageMessages || first != 1 || last != 100 || !more {
+			t.Fatalf("%v: %d messages #%d-#%d, has_more %v; want the first page", args, n, first, last, more)
+		}
 	}
-	for _, args := range []map[string]any{{"limit": 1001}, {"after": 1, "before": 5}, {"after": -1}} {
+	if n, first, last, more := read(map[string]any{"after": 200, "before": 0}); n != 50 || first != 201 || last != 250 || more {
+		t.Fatalf("after 200, before 0: %d messages #%d-#%d, has_more %v; want the last 50", n, first, last, more)
+	}
+	if n, _, _, more := read(map[string]any{"before": 1}); n != 0 || more {
+		t.Fatalf("page before #1: %d messages, has_more %v; want none, false", n, more)
+	}
+	for _, args := range []map[string]any{{"limit": 1001}, {"after": 1, "before": 5}, {"after": -1}, {"before": -1}} {
 		args["user"], args["conversation"] = "bob", "c"
 		if text, isErr := call(t, cs, "read_conversation", args); !isErr {
 			t.Errorf("%v: %s, want refused", args, text)

@@ -37,8 +37,8 @@ type (
 		User         string `json:"user" jsonschema:"the user the conversation belongs to"`
 		Conversation string `json:"conversation" jsonschema:"the conversation id"`
 		Limit        int    `json:"limit,omitempty" jsonschema:"the most messages to read, 1 to 1000 (default 100)"`
-		After        int64  `json:"after,omitempty" jsonschema:"read the messages after this seq (the last_id of the page before)"`
-		Before       *int64 `json:"before,omitempty" jsonschema:"read the last messages before this seq (the first_id of the page after; 0 or 1: none)"`
+		After        int64  `json:"after,omitempty" jsonschema:"read the messages after this seq (the last_id of the page before); 0 or omitted: from the first"`
+		Before       int64  `json:"before,omitempty" jsonschema:"read the last messages before this seq (the first_id of the page after; 1: none); 0 or omitted: not given"`
 	}
 	listFactsInput struct {
 		User    string `json:"user" jsonschema:"the user whose facts to list"`
@@ -81,7 +81,7 @@ func (t *tenantTools) register(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "list_conversations", Annotations: annotations("List conversations", true, false),
 		Description: "List a user's conversations, most recently active first."}, t.listConversations)
 	mcp.AddTool(srv, &mcp.Tool{Name: "read_conversation", Annotations: annotations("Read a conversation", true, false),
-		Description: "Read a page of a conversation's stored messages, oldest first; has_more says more follow (read them with after: last_id)."}, t.readConversation)
+		Description: "Read a page of a conversation's stored messages, oldest first; has_more says more follow (read them with after: last_id, or earlier ones with before: first_id). after and before 0 mean not given."}, t.readConversation)
 	mcp.AddTool(srv, &mcp.Tool{Name: "list_facts", Annotations: annotations("List facts", true, false),
 		Description: "List the facts memgate keeps about a user (current ones, or with history the superseded and expired too)."}, t.listFacts)
 	mcp.AddTool(srv, &mcp.Tool{Name: "add_fact", Annotations: annotations("Add a fact", false, false),
@@ -209,8 +209,10 @@ func (t *tenantTools) readConversation(ctx context.Context, _ *mcp.CallToolReque
 		return nil, nil, err
 	}
 	p := memory.Page{After: in.After, Limit: cmp.Or(in.Limit, admin.DefaultPageMessages)}
-	if in.Before != nil {
-		p.Before, p.Backward = *in.Before, true
+	// 0 is "not given" here, unlike the management API's before=0 (an
+	// empty page): a model calling the tool fills optional integers with 0.
+	if in.Before != 0 {
+		p.Before, p.Backward = in.Before, true
 	}
 	switch {
 	case p.Limit < 1 || p.Limit > admin.MaxPageMessages:

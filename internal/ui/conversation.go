@@ -40,6 +40,24 @@ type branchView struct {
 	Messages     []messageView
 }
 
+// dropOldest keeps the newest keep messages of branches (oldest first,
+// each in Seq order, as Inspector.Branches returns them) and says whether
+// it dropped any.
+func dropOldest(branches []memory.Branch, keep int) ([]memory.Branch, bool) {
+	n := 0
+	for _, b := range branches {
+		n += len(b.Messages)
+	}
+	cut := n > keep
+	for ; n > keep && len(branches) > 0; n-- {
+		branches[0].Messages = branches[0].Messages[1:]
+		if len(branches[0].Messages) == 0 {
+			branches = branches[1:]
+		}
+	}
+	return branches, cut
+}
+
 // handleConversation serves one conversation: a page of its live
 // messages in order (the query's limit, after and before, as on the
 // management API: admin.ParsePage), with links to the pages before and
@@ -64,10 +82,12 @@ func (u *UI) handleConversation(c echo.Context) error {
 	if err != nil {
 		return u.storeFailed(c, err)
 	}
-	branches, err := u.deps.Inspect.Branches(ctx, id, MaxBranchMessages)
+	// One more than shown tells whether older ones exist.
+	branches, err := u.deps.Inspect.Branches(ctx, id, MaxBranchMessages+1)
 	if err != nil {
 		return u.storeFailed(c, err)
 	}
+	branches, cut := dropOldest(branches, MaxBranchMessages)
 	sums, err := u.deps.Inspect.Summaries(ctx, id)
 	if err != nil {
 		return u.storeFailed(c, err)
@@ -76,7 +96,7 @@ func (u *UI) handleConversation(c echo.Context) error {
 	for _, b := range branches {
 		d.BranchMessages += len(b.Messages)
 	}
-	d.BranchesCut = d.BranchMessages >= MaxBranchMessages
+	d.BranchesCut = cut
 	for _, m := range pg.Messages {
 		d.Messages = append(d.Messages, viewMessage(m))
 	}

@@ -124,3 +124,57 @@ func BenchmarkConversationPage(b *testing.B) {
 	}
 	b.ReportMetric(float64(size), "resp-bytes")
 }
+
+// TestBranchesCutOnlyWhenMoreExist: a conversation with exactly
+// MaxBranchMessages superseded messages shows them all and says nothing
+// is left out; one regeneration more and the page says older ones are
+// kept. Before, exactly MaxBranchMessages read as cut.
+func TestBranchesCutOnlyWhenMoreExist(t *testing.T) {
+	st := mustStore(t)
+	id := memory.Identity{Tenant: "acme", User: "alice", Conversation: "regen"}
+	msg := func(role, text string) memory.Message {
+		raw, _ := json.Marshal(map[string]string{"role": role, "content": text})
+		m, err := memory.ParseMessage(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	at := time.Now().Add(-time.Hour)
+	// Each regeneration of the second answer supersedes the second
+	// question and answer: two messages.
+	regenerate := func(n int) {
+		t.Helper()
+		ex := memory.Exchange{ID: fmt.Sprintf("regen-%d", n), Identity: id, Model: "m",
+			Prior: []memory.Message{msg("user", "q1"), msg("assistant", "a1")},
+			Turn:  []memory.Message{msg("user", "q2")}, Reply: msg("assistant", fmt.Sprintf("a2 take %d", n)),
+			At: at.Add(time.Duration(n) * time.Second)}
+		if n == 0 {
+			ex.Prior, ex.Turn, ex.Reply = nil, []memory.Message{msg("user", "q1")}, msg("assistant", "a1")
+		}
+		if _, err := st.SaveExchanges(context.Background(), []memory.Exchange{ex}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for n := 0; n <= MaxBranchMessages/2+1; n++ {
+		regenerate(n)
+	}
+	base := mustUI(t, st, adminGuard())
+	c := browser(t)
+	login(t, c, base, adminKey)
+	branchSeqs := func() (shown int, cut bool) {
+		t.Helper()
+		resp, body := do(t, c, "GET", base+"/ui/users/alice/conversations/regen?tenant=acme", nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+		return strings.Count(body, "a2 take") - 1, strings.Contains(body, "older ones are kept too") // one is live
+	}
+	if shown, cut := branchSeqs(); shown != MaxBranchMessages/2 || cut {
+		t.Fatalf("%d superseded messages: %d answers shown, cut %v; want %d, not cut", MaxBranchMessages, shown, cut, MaxBranchMessages/2)
+	}
+	regenerate(MaxBranchMessages/2 + 2)
+	if shown, cut := branchSeqs(); shown != MaxBranchMessages/2 || !cut {
+		t.Fatalf("%d superseded messages: %d answers shown, cut %v; want %d, cut", MaxBranchMessages+2, shown, cut, MaxBranchMessages/2)
+	}
+}

@@ -17,6 +17,15 @@
 -- branches (superseded messages, in the order they left the live branch)
 -- without reading the live ones: 248 ms at 200,000 live messages before
 -- (BenchmarkBranchesLong).
+--
+-- Locks: the migration is one transaction (the migrator's), so until it
+-- commits the ALTER holds ACCESS EXCLUSIVE on conversations (every read
+-- and save of a conversation waits) and the triggers and the index hold
+-- SHARE ROW EXCLUSIVE and SHARE on messages (writes wait), while the fill
+-- scans the live messages and the index build all of them: 1.2 s at
+-- 200,000 messages (0.4 s fill, 0.7 s index), growing with the table.
+-- IF NOT EXISTS lets an operator build the index beforehand with CREATE
+-- INDEX CONCURRENTLY (README, Upgrading), which writes do not wait on.
 ALTER TABLE conversations ADD COLUMN message_count integer NOT NULL DEFAULT 0;
 
 UPDATE conversations c SET message_count = m.n
@@ -74,5 +83,5 @@ CREATE TRIGGER messages_count_delete AFTER DELETE ON messages
 CREATE TRIGGER messages_count_truncate AFTER TRUNCATE ON messages
     FOR EACH STATEMENT EXECUTE FUNCTION memgate_count_truncated();
 
-CREATE INDEX messages_superseded ON messages (tenant, user_id, conversation, superseded_at, seq)
+CREATE INDEX IF NOT EXISTS messages_superseded ON messages (tenant, user_id, conversation, superseded_at, seq)
     WHERE superseded_at IS NOT NULL;

@@ -6,13 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/contract"
 	"github.com/memgate/memgate/internal/store/storetest"
 	"github.com/memgate/memgate/internal/testenv"
-	migrations "github.com/memgate/memgate/migrations/postgres"
 )
 
 // TestTombstoneDigestsMatchGo: migration 0027's SQL digests are
@@ -53,29 +50,7 @@ func TestTombstoneDigestsMatchGo(t *testing.T) {
 func TestTombstonesOfEarlierBuildsAreDigested(t *testing.T) {
 	ctx := testCtx(t)
 	url := testenv.PostgresURL(t)
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	ms, err := contract.Migrations(migrations.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms {
-		if m.Version >= 27 {
-			break
-		}
-		if _, err := conn.Exec(ctx, m.SQL); err != nil {
-			t.Fatalf("%s: %v", m.Name, err)
-		}
-		if _, err := conn.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, m.Name); err != nil {
-			t.Fatal(err)
-		}
-	}
+	conn := migrateBefore(t, url, 27)
 	const erased, conv = "old-erased-7f3a@example.com", "old-conv-4d2e@example.com"
 	victim := memory.Identity{Tenant: "acme", User: erased, Conversation: "c1"}
 	gone := memory.Identity{Tenant: "acme", User: "bob", Conversation: conv}
