@@ -110,6 +110,10 @@ type backend struct {
 	// queueUnreachable: the Redis queue other processes share could not
 	// be opened (engine.Core.QueueUnreachable).
 	queueUnreachable bool
+	// workerEnrich is the enrichment queue the capture worker fills: the
+	// same stream as enrich, its calls not guarded by the Redis breaker
+	// (the worker waits on no chat); enrich itself when no Redis.
+	workerEnrich record.Queue
 }
 
 // close releases what openStore opened, last opened first.
@@ -177,7 +181,7 @@ func openStore(ctx context.Context, cfg config.Config, rc *redisConn, logger *sl
 		// conversation is enriched by one of them at a time (a lease per
 		// conversation), so that the fleet enriches as many conversations
 		// at once as it has enrichers, and none twice.
-		b.enrich, b.conversations = eq, eq.Leases()
+		b.enrich, b.workerEnrich, b.conversations = eq, eq.Unguarded(), eq.Leases()
 		b.prune = []record.ConsumerPruner{q, eq}
 		b.closers = append(b.closers, q.Close)
 		b.queue, b.lease, b.shared, b.scrubber, b.durable = q, q, q, q, true
@@ -334,7 +338,7 @@ func openMemory(ctx context.Context, cfg config.Config, rc *redisConn, counter *
 		Stamps: b.store, Ledger: b.store, Held: b.store})
 	if b.queue != nil {
 		wo := workerOptions(cfg)
-		wo.Enrich, wo.DeadLetters, wo.Adopter, wo.Router, wo.Chats, wo.Lease, wo.Prune = b.enrich, b.store, b.store, m.Router, chats, b.lease, b.prune
+		wo.Enrich, wo.DeadLetters, wo.Adopter, wo.Router, wo.Chats, wo.Lease, wo.Prune = cmp.Or(b.workerEnrich, b.enrich), b.store, b.store, m.Router, chats, b.lease, b.prune
 		m.Worker = record.NewWorker(b.queue, b.store, logger, wo)
 	}
 	// The enrichment rounds' spans come from the process's global tracer

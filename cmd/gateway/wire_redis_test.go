@@ -13,6 +13,18 @@ import (
 	"github.com/memgate/memgate/internal/testenv"
 )
 
+// postgresRedisConfig is the default configuration on the test
+// PostgreSQL with the test Redis beside it, under a prefix of its own.
+func postgresRedisConfig(t *testing.T) config.Config {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Store.Driver = "postgres"
+	cfg.Store.PostgresURL = testenv.PostgresURL(t)
+	cfg.Store.RedisURL = testenv.RedisURL(t)
+	cfg.Store.RedisPrefix = testenv.RedisPrefix(t)
+	return cfg
+}
+
 // TestOneRedisClientServesStoreAndPrints: a serving process opens one
 // client of the Redis beside PostgreSQL (openRedis), and both the store's
 // queues and the proxy's shared prints go over it, through its one pool;
@@ -21,11 +33,7 @@ import (
 // process closes it, once.
 func TestOneRedisClientServesStoreAndPrints(t *testing.T) {
 	ctx := context.Background()
-	cfg := config.Default()
-	cfg.Store.Driver = "postgres"
-	cfg.Store.PostgresURL = testenv.PostgresURL(t)
-	cfg.Store.RedisURL = testenv.RedisURL(t)
-	cfg.Store.RedisPrefix = testenv.RedisPrefix(t)
+	cfg := postgresRedisConfig(t)
 	conn, err := openRedis(cfg, slog.New(slog.DiscardHandler))
 	if err != nil || conn == nil {
 		t.Fatalf("openRedis = %v, %v; want a client", conn, err)

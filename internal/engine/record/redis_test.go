@@ -106,3 +106,28 @@ func TestRedisQueueHoldsTurnsWhileStoreIsDown(t *testing.T) {
 		return err == nil && n == 0
 	})
 }
+
+// TestRedisBreakerSkipLosesOneEnrichmentOnly: an enrichment enqueue the
+// Redis breaker skipped (redis.ErrBreakerOpen: Redis timed out on another
+// call a moment ago) loses that batch's enrichment, counted, and nothing
+// more: it is not a hang of this queue, so the batches after it, once the
+// breaker has closed, are queued for enrichment at once rather than being
+// skipped for OpTimeout. Before, the skip counted as a timeout and set
+// the lane's enrichment aside for OpTimeout, outliving the breaker.
+func TestRedisBreakerSkipLosesOneEnrichmentOnly(t *testing.T) {
+	eq := newFakeQueue()
+	eq.setFail(fmt.Errorf("redis: enqueue batch: %w", redis.ErrBreakerOpen))
+	c := mustCapturer(t, nil, newFakeSaver(), nil, Options{Lanes: 1, Batch: 1, Enrich: eq, OpTimeout: time.Minute})
+	if !c.Capture(context.Background(), exchange(t, "r1", "hi", "hello")) {
+		t.Fatal("the first turn was not stored")
+	}
+	waitFor(t, "the skipped enrichment counted", func() bool { return value(t, c.metrics.enrichLost) >= 1 })
+	eq.setFail(nil) // the breaker closed
+	if !c.Capture(context.Background(), exchange(t, "r2", "hi again", "hello again")) {
+		t.Fatal("the second turn was not stored")
+	}
+	waitFor(t, "the second turn queued for enrichment", func() bool { return len(eq.payloads()) == 1 })
+	if got := value(t, c.metrics.enrichLost); got != 1 {
+		t.Errorf("exchanges left unenriched = %v, want 1 (the skipped one)", got)
+	}
+}

@@ -19,11 +19,12 @@ import (
 
 // ErrBreakerOpen is the error of a request-path call the Breaker skipped:
 // Redis ran out of time on an earlier one and has not answered a probe
-// since. It is a memory.ErrUnavailable and a context.DeadlineExceeded, so
-// that a caller handles it as the hang it stands for (the Capturer's
-// enrichment enqueue is then neither retried nor tried again for a while,
-// and says so once, not once a turn).
-var ErrBreakerOpen = fmt.Errorf("%w: redis breaker open (a call timed out; skipped until redis answers a probe): %w", memory.ErrUnavailable, context.DeadlineExceeded)
+// since. It is a memory.ErrUnavailable, not a timeout: the call itself
+// waited for nothing, so a caller handles it as Redis being away for this
+// call only (the Capturer's enrichment enqueue loses that batch's
+// enrichment, counted, and sets nothing aside for longer than the
+// breaker stays open).
+var ErrBreakerOpen = fmt.Errorf("%w: redis breaker open (a call timed out; skipped until redis answers a probe)", memory.ErrUnavailable)
 
 // probeEvery is how often an open Breaker pings Redis, how long each ping
 // may take, and how long a guarded call may: the longest a Redis
@@ -32,11 +33,20 @@ var ErrBreakerOpen = fmt.Errorf("%w: redis breaker open (a call timed out; skipp
 // which a turn another gateway queued goes unseen.
 const probeEvery = time.Second
 
+// tripMaxBytes is the most a guarded call may send and still open the
+// breaker when it runs out of its time: a call that sends less and waits
+// probeEvery stands for a Redis that stopped answering, while a larger
+// one (an enrichment or capture enqueue of a big batch) may only be slow
+// to send; it is bounded as any other, its timeout counted, and the
+// breaker left as it is (the next small call opens it if Redis hangs).
+const tripMaxBytes = 64 << 10
+
 // Breaker guards the Redis calls a chat request waits for (the queued-turn
 // check and the capture and enrichment enqueues of Queue, Prints,
 // Resenders) so that a Redis that hangs holds up at most one of them, for
 // at most probeEvery (each guarded call's bound, within its caller's):
-// once a call has waited probeEvery and ended by running out of its time (its
+// once a call sending at most tripMaxBytes has waited probeEvery and ended
+// by running out of its time (its
 // deadline, a dial or pool that timed out) — Redis left it unanswered for
 // a second — the breaker opens and every guarded call fails at once with
 // ErrBreakerOpen, until a background probe (a PING every probeEvery, each
@@ -115,12 +125,17 @@ func (b *Breaker) Open() bool { return b != nil && b.open.Load() }
 
 // do runs fn, the guarded call named call, within b.every (and ctx),
 // unless the breaker is open: then it returns ErrBreakerOpen at once. It
-// returns by that bound even
-// when fn does not (go-redis may go on dialing a Redis that accepts
-// connections and answers nothing past its caller's deadline); fn's
-// outcome is counted when it comes, and a call that waited b.every and
-// ran out of its time opens the breaker then.
+// returns by that bound even when fn does not (go-redis may go on dialing
+// a Redis that accepts connections and answers nothing past its caller's
+// deadline); fn's outcome is counted when it comes, and a call that
+// waited b.every and ran out of its time opens the breaker then.
 func (b *Breaker) do(ctx context.Context, call string, fn func(context.Context) error) error {
+	return b.doSending(ctx, call, 0, fn)
+}
+
+// doSending is do for a call that sends Redis n bytes: one that sends
+// more than tripMaxBytes opens no breaker by running out of its time.
+func (b *Breaker) doSending(ctx context.Context, call string, n int, fn func(context.Context) error) error {
 	if b == nil {
 		return fn(ctx)
 	}
@@ -134,7 +149,7 @@ func (b *Breaker) do(ctx context.Context, call string, fn func(context.Context) 
 	go func() {
 		defer cancel()
 		err := fn(ctx)
-		b.settle(call, start, err)
+		b.settle(call, start, n <= tripMaxBytes, err)
 		done <- err
 	}()
 	select {
@@ -151,14 +166,15 @@ func (b *Breaker) do(ctx context.Context, call string, fn func(context.Context) 
 }
 
 // settle counts the outcome of the call named call, begun at start, and
-// opens the breaker when it waited b.every and ran out of its time.
-func (b *Breaker) settle(call string, start time.Time, err error) {
+// opens the breaker when it may trip it and it waited b.every and ran
+// out of its time.
+func (b *Breaker) settle(call string, start time.Time, trips bool, err error) {
 	switch {
 	case err == nil:
 		b.calls.WithLabelValues(call, "ok").Inc()
 	case timedOut(err):
 		b.calls.WithLabelValues(call, "timeout").Inc()
-		if time.Since(start) >= b.every {
+		if trips && time.Since(start) >= b.every {
 			b.trip(call, err)
 		}
 	default:

@@ -124,8 +124,8 @@ func TestBreakerSkipsRedisOnceItTimedOut(t *testing.T) {
 	for range 5 {
 		start := time.Now()
 		err := call(dc)
-		if !errors.Is(err, ErrBreakerOpen) || !errors.Is(err, memory.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("a call while open: %v; want ErrBreakerOpen, a memory.ErrUnavailable and a context.DeadlineExceeded", err)
+		if !errors.Is(err, ErrBreakerOpen) || !errors.Is(err, memory.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("a call while open: %v; want ErrBreakerOpen, a memory.ErrUnavailable and no timeout (it waited for nothing)", err)
 		}
 		if d := time.Since(start); d >= 100*time.Millisecond {
 			t.Logf("a skipped call took %v", d) // logged, not asserted: the skip is checked below by what reached Redis
@@ -240,6 +240,13 @@ func TestQueueSkipsRequestPathCallsWhileOpen(t *testing.T) {
 	if n, err := q.Pending(ctx); err != nil || n != 1 {
 		t.Errorf("Pending while open: %d, %v; want the one turn queued before", n, err)
 	}
+	// The capture worker's enrichment enqueue waits on no chat: made.
+	if err := q.Unguarded().EnqueueBatch(ctx, [][]byte{[]byte("d")}); err != nil {
+		t.Errorf("an unguarded EnqueueBatch while open: %v, want it made", err)
+	}
+	if n, err := q.Pending(ctx); err != nil || n != 2 {
+		t.Errorf("Pending while open: %d, %v; want the turn and the unguarded batch", n, err)
+	}
 	p, r := NewPrints(rdb, "x:", b), NewResenders(rdb, "x:", b)
 	if _, err := p.Prints(ctx, [32]byte{1}); !errors.Is(err, ErrBreakerOpen) {
 		t.Errorf("Prints while open: %v, want ErrBreakerOpen", err)
@@ -247,6 +254,32 @@ func TestQueueSkipsRequestPathCallsWhileOpen(t *testing.T) {
 	if _, err := r.Resends(ctx, [32]byte{1}); !errors.Is(err, ErrBreakerOpen) {
 		t.Errorf("Resends while open: %v, want ErrBreakerOpen", err)
 	}
+}
+
+// TestBreakerBigEnqueueTimeoutLeavesItClosed: an enqueue sending more
+// than tripMaxBytes that runs out of its time (a big batch may only be
+// slow to send) is bounded and counted but leaves the breaker closed, so
+// that one big batch does not make every chat skip Redis; a small one
+// that runs out of its time opens it.
+func TestBreakerBigEnqueueTimeoutLeavesItClosed(t *testing.T) {
+	dc := mustDarkRedis(t).client(t)
+	b := newBreaker(dc, time.Hour, nil)
+	t.Cleanup(b.Close)
+	b.every = 100 * time.Millisecond
+	q := newQueue(dc, "x:capture", "capture", "workers", 0, nil, b)
+	ctx := context.Background()
+	big := [][]byte{make([]byte, tripMaxBytes/2), make([]byte, tripMaxBytes/2+1)}
+	if err := q.EnqueueBatch(ctx, big); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a big batch to a dark Redis: %v, want its timeout", err)
+	}
+	waitFor(t, "the big batch's timeout counted", func() bool { return value(t, b.calls.WithLabelValues("enqueue_capture", "timeout")) == 1 })
+	if b.Open() {
+		t.Fatal("a big batch that timed out opened the breaker")
+	}
+	if err := q.EnqueueBatch(ctx, [][]byte{[]byte("small")}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a small batch to a dark Redis: %v, want its timeout", err)
+	}
+	waitFor(t, "a small batch that timed out to open the breaker", b.Open)
 }
 
 // pingFunc is a probe's pinger made of a function.

@@ -66,6 +66,17 @@ func (q *Queue) Lease(ctx context.Context, consumer string, ttl time.Duration) (
 	return n > 0, n == 2, nil
 }
 
+// Unguarded returns q without its breaker: the same stream, its calls
+// made however the breaker stands, bounded by their callers alone. It is
+// the queue of a caller that waits on no chat (the capture worker's
+// enrichment enqueue, which acknowledges the capture entries it queued:
+// a skip there would lose their enrichment).
+func (q *Queue) Unguarded() *Queue {
+	u := *q
+	u.breaker = nil
+	return &u
+}
+
 // Sibling returns a queue on another stream next to q's (same client,
 // prefix, group and MaxLen, the append-only file rewrites of Scrub and the
 // breaker),

@@ -167,7 +167,7 @@ func (q *Queue) createGroup(ctx context.Context) error {
 // Enqueue appends payload to the stream, with its payload key, in one
 // round trip (skipped while the breaker is open).
 func (q *Queue) Enqueue(ctx context.Context, payload []byte) error {
-	if err := q.breaker.do(ctx, "enqueue_"+q.name, func(ctx context.Context) error { return q.enqueue(ctx, nil, [][]byte{payload}) }); err != nil {
+	if err := q.breaker.doSending(ctx, "enqueue_"+q.name, len(payload), func(ctx context.Context) error { return q.enqueue(ctx, nil, [][]byte{payload}) }); err != nil {
 		return fmt.Errorf("redis: enqueue: %w", err)
 	}
 	return nil
@@ -175,9 +175,14 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte) error {
 
 // EnqueueBatch appends payloads in order, in one round trip that Redis
 // runs as a whole: all of them or none (skipped while the breaker is
-// open).
+// open; a batch of more than tripMaxBytes that times out does not open
+// it).
 func (q *Queue) EnqueueBatch(ctx context.Context, payloads [][]byte) error {
-	if err := q.breaker.do(ctx, "enqueue_"+q.name, func(ctx context.Context) error { return q.enqueue(ctx, nil, payloads) }); err != nil {
+	n := 0
+	for _, p := range payloads {
+		n += len(p)
+	}
+	if err := q.breaker.doSending(ctx, "enqueue_"+q.name, n, func(ctx context.Context) error { return q.enqueue(ctx, nil, payloads) }); err != nil {
 		return fmt.Errorf("redis: enqueue batch: %w", err)
 	}
 	return nil

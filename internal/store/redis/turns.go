@@ -28,7 +28,7 @@ func (q *Queue) legacyQueuedKey() string { return q.legacy + ":queued" }
 // acknowledging it leaves it counted only until its redelivery is
 // acknowledged. It is skipped while the breaker is open.
 func (q *Queue) EnqueueTurn(ctx context.Context, conv string, payload []byte) error {
-	if err := q.breaker.do(ctx, "enqueue_turn", func(ctx context.Context) error { return q.enqueue(ctx, &conv, [][]byte{payload}) }); err != nil {
+	if err := q.breaker.doSending(ctx, "enqueue_turn", len(payload), func(ctx context.Context) error { return q.enqueue(ctx, &conv, [][]byte{payload}) }); err != nil {
 		return fmt.Errorf("redis: enqueue turn: %w", err)
 	}
 	return nil
