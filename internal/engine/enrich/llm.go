@@ -94,8 +94,10 @@ func (l *LLM) Summarize(ctx context.Context, in Input) (Output, error) {
 			return out, nil
 		}
 		lastErr = err
+		// The reply goes back quoted: a model that decoded "&lt;|" in its
+		// prompt may write the control token itself.
 		msgs = append(msgs,
-			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: reply},
+			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: memory.QuoteControlTokens(reply)},
 			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: "That reply was invalid: " + err.Error() + ". Reply again with the JSON object only."},
 		)
 	}

@@ -20,7 +20,8 @@ import (
 // (checkDelimiters), so the delimiters to guard are always tags.
 //
 // quoter.text does it by escaping the opening bracket of anything in the
-// text that reads as a tag, by two rules:
+// text that reads as a tag, by three rules (the first and the third
+// shared with the side models' prompts: memory.QuoteControlTokens):
 //
 //   - "<", or a fullwidth or small less-than sign (tagBrackets), followed
 //     — after spaces, invisible format characters, combining marks,
@@ -42,6 +43,10 @@ import (
 //     too. Elsewhere it is ordinary text — a quotation mark, an
 //     angle bracket in mathematics — and stays as it is: "‹salut›",
 //     "⟨x|y⟩" and "a ≮ b" read as they did.
+//   - "[" or "［" before one of Mistral's control tokens, spelt exactly
+//     ("INST]", "/INST]", "SYSTEM_PROMPT]" …), becomes "&#91;"
+//     (memory.QuoteMistralTokens); any other "[" stays, the block's
+//     "[date]" lines among them.
 //
 // A character is read as the one its compatibility decomposition starts
 // with (NFKD, as a tokenizer that normalises text to NFKC reads it): a
@@ -58,7 +63,7 @@ import (
 // tagBrackets are the characters quoter.text treats as a tag's opening
 // bracket: the less-than sign and the characters NFKC turns into one,
 // its fullwidth and small forms.
-const tagBrackets = "<\uFF1C\uFE64"
+const tagBrackets = memory.TagBrackets
 
 // lookalikeBrackets are the characters that look like a tag's opening
 // bracket but that no normalisation makes one
@@ -97,17 +102,8 @@ func indexBracket(s string) int {
 	return -1
 }
 
-// slashLookalikes are the characters that look like a slash or a
-// backslash but that no normalisation makes one: Unicode's confusables
-// of "/" and "\\" (confusables.txt, prototypes U+002F and U+005C), their
-// letters included ("ノ", "丿", "Ⳇ", "丶"; "⼃" and "⼂" are read as "丿"
-// and "丶", tagRune). The tag rules skip them as they skip slashes, so
-// "<∕memory>" and "‹ノmemory›" lose their bracket too.
-const slashLookalikes = "\u1735\u2041\u2044\u2215\u2216\u2571\u2572\u27CB\u27CD\u29F5\u29F8\u29F9\u2CC6\u3033\u30CE\u31D3\u31D4\u4E36\u4E3F" +
-	"\U0001D20F\U0001D23A\U0001D23B"
-
 // escapedBracket replaces a tag's opening bracket.
-const escapedBracket = "&lt;"
+const escapedBracket = memory.EscapedLessThan
 
 // tagNameRe finds the names of the tags a template's text writes.
 var tagNameRe = regexp.MustCompile(`<\s*/?\s*([A-Za-z][A-Za-z0-9_.:-]*)`)
@@ -132,10 +128,12 @@ type quoter struct {
 }
 
 // text returns s with every tag-like opening bracket escaped (see
-// above); s itself when it has none. It is linear in s's length (quote).
+// above), and the "[" of each of Mistral's control tokens
+// (memory.QuoteMistralTokens); s itself when it has none. It is linear in
+// s's length (quote).
 func (q quoter) text(s string) string {
 	out, _ := q.quote(s)
-	return out
+	return memory.QuoteMistralTokens(out)
 }
 
 // quote is text, and also returns how many characters it read after
@@ -198,7 +196,7 @@ func opensTag(rest string) (bool, int) {
 		i += size
 		n++
 		switch {
-		case unicode.IsLetter(r) || r == '!' || r == '?' || r == '|':
+		case memory.TagOpener(r):
 			return true, n
 		case skipped(r):
 			continue
@@ -285,7 +283,7 @@ func isLetter(r rune, c byte) bool {
 // memory.Fact.Statement, after quoting: "<_/memory>" is shown "<
 // /memory>"), or an invisible character.
 func skipped(r rune) bool {
-	return r == '/' || r == '\\' || r == '_' || strings.ContainsRune(slashLookalikes, r) || unicode.IsSpace(r) || unicode.IsControl(r) || invisible(r)
+	return memory.TagSkipped(r)
 }
 
 // invisible reports whether r is a format character, a mark, or another
@@ -295,7 +293,7 @@ func skipped(r rune) bool {
 // characters: a combining grapheme joiner or a variation selector in
 // "</\u034fmemory>" hides nothing from a reader.
 func invisible(r rune) bool {
-	return unicode.Is(unicode.Cf, r) || unicode.Is(unicode.M, r) || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r)
+	return memory.Invisible(r)
 }
 
 // tagRune returns the first character of s as the tag rules read it —
