@@ -191,6 +191,9 @@ func NewRecall(st RecallStore, emb recall.Embedder, opts RecallOptions, logger *
 	if opts.Extractor != nil {
 		xo := opts.Extraction
 		xo.MaxPerUser, xo.TTL = opts.FactsMaxStored, opts.FactTTL
+		if xo.Erased == nil {
+			xo.Erased = st.ErasedAt // a call a clear of Calls cancelled is made again unless the user was erased
+		}
 		x := recall.NewExtractor(opts.Extractor, st, xo, logger)
 		// One extraction per conversation over the turns a round of
 		// enrichment holds, not one per turn.

@@ -77,8 +77,8 @@ func TestCallsRefuseTextReadBeforeAForget(t *testing.T) {
 		end()
 	}
 	c.Clear()
-	if _, _, err := c.Begin(after, omar); !errors.Is(err, cache.ErrErased) {
-		t.Errorf("a call read before a clear: %v, want ErrErased", err)
+	if _, _, err := c.Begin(after, omar); !errors.Is(err, cache.ErrCleared) {
+		t.Errorf("a call read before a clear: %v, want ErrCleared", err)
 	}
 }
 

@@ -89,6 +89,13 @@ func (e *Erasures) Since(owner Owner, epoch uint64) bool {
 	if e.cleared > epoch || e.floor > epoch {
 		return true
 	}
+	return e.Forgot(owner, epoch)
+}
+
+// Forgot reports whether owner itself was forgotten after the count epoch
+// (its forget still recorded), not only every owner by a clear or the
+// floor. The caller's lock is held.
+func (e *Erasures) Forgot(owner Owner, epoch uint64) bool {
 	if e.forgot == nil {
 		return false
 	}

@@ -162,3 +162,43 @@ func TestSavesKeepNothingOfAUserErasedAfterTheirCommit(t *testing.T) {
 		t.Fatalf("%d entries held of a user erased after their save committed, want 1 (the empty tail read after the erasure)", n)
 	}
 }
+
+// slowDelete is a store whose DeleteUser erases only once gate closes,
+// telling arrived first.
+type slowDelete struct {
+	*sqlite.Store
+	gate    chan struct{}
+	arrived chan struct{}
+}
+
+func (s slowDelete) DeleteUser(ctx context.Context, tenant, user string) error {
+	s.arrived <- struct{}{}
+	<-s.gate
+	return s.Store.DeleteUser(ctx, tenant, user)
+}
+
+// TestReadsDeleteUserCancelsTheCallsBeforeTheStorePass: the calls in
+// flight carrying the user's text (Calls, among what an erasure forgets)
+// are cancelled while the store's erasure still runs, not once it is over.
+func TestReadsDeleteUserCancelsTheCallsBeforeTheStorePass(t *testing.T) {
+	src := slowDelete{Store: openSQLite(t, ""), gate: make(chan struct{}), arrived: make(chan struct{}, 1)}
+	calls := cache.NewCalls()
+	r := cache.NewReads(src, calls, cache.DefaultTailBytes, cache.DefaultKnowledgeBytes)
+	cctx, end, err := calls.Begin(context.Background(), cache.Owner{Tenant: "acme", User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer end()
+	done := make(chan error, 1)
+	go func() { done <- r.DeleteUser(context.Background(), "acme", "alice") }()
+	<-src.arrived
+	select {
+	case <-cctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the user's call still runs while the store erases them")
+	}
+	close(src.gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -244,8 +244,12 @@ func appendStored(t tail, stored []memory.Message) tail {
 }
 
 // DeleteUser erases the user with the store and, failed or not, drops
-// what r and the embeddings hold of them (Forget).
+// what r and the embeddings hold of them (Forget). It forgets them before
+// the store's pass too, so that the calls in flight carrying their text
+// (Calls, among the embeddings' Forgetters) are cancelled, and those of
+// text read before refused, while it runs, not only once it is over.
 func (r *Reads) DeleteUser(ctx context.Context, tenant, user string) error {
+	r.Forget(tenant, user)
 	err := r.src.DeleteUser(ctx, tenant, user)
 	r.Forget(tenant, user)
 	return err

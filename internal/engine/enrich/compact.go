@@ -229,7 +229,10 @@ func (c *Compactor) primaryName() string {
 // output and which summariser wrote it. The primary (a side model) is not
 // called once id's user was erased since in was read (opts.Calls), and
 // their erasure cancels the call in flight: either is an error wrapping
-// cache.ErrErased, with no fallback (what it wrote would be refused).
+// cache.ErrErased, with no fallback (what it wrote would be refused). A
+// clear of the calls (an erasure notice subscription lost) is an error
+// wrapping cache.ErrCleared instead, not counted as the summariser's
+// failure: the round is retried, with a fresh epoch.
 func (c *Compactor) summarise(ctx context.Context, id memory.Identity, counter TokenCounter, model string, in Input) (Output, string, error) {
 	var err error
 	if c.primary != nil {
@@ -243,11 +246,11 @@ func (c *Compactor) summarise(ctx context.Context, id memory.Identity, counter T
 			sctx, cancel = context.WithTimeout(sctx, c.opts.Timeout)
 		}
 		out, perr := c.primary.Summarize(sctx, in)
-		erased := errors.Is(context.Cause(sctx), cache.ErrErased)
+		cause := context.Cause(sctx)
 		cancel()
 		end()
-		if erased {
-			return Output{}, "", fmt.Errorf("summarise: %w", cache.ErrErased)
+		if errors.Is(cause, cache.ErrErased) || errors.Is(cause, cache.ErrCleared) {
+			return Output{}, "", fmt.Errorf("summarise: %w", cause)
 		}
 		if perr == nil {
 			perr = CheckSummary(in, out, func(s string) int { return counter.Text(model, s) })

@@ -532,8 +532,9 @@ func (e *Enricher) runHooks(ctx, hctx context.Context, hooks []record.Hook, part
 	}
 	// The hooks cache nothing of a user erased since part was read from
 	// the queue (cache.WithEpoch): its text was read before the erasure.
+	base := hctx
 	if epoch, ok := readEpoch(part); ok {
-		hctx = cache.WithEpoch(hctx, epoch)
+		hctx = cache.WithEpoch(base, epoch)
 	}
 	ok := make([]bool, len(hooks))    // the hooks done with part
 	spent := make([]bool, len(hooks)) // the hooks that ran out their time on it
@@ -585,8 +586,27 @@ func (e *Enricher) runHooks(ctx, hctx context.Context, hooks []record.Hook, part
 			return false, waited
 		}
 		delay = min(2*delay, e.opts.BackoffMax)
+		if errors.Is(err, cache.ErrCleared) && e.opts.Erased != nil {
+			hctx = e.refreshEpoch(base, hctx, part, results)
+		}
 	}
 	return true, waited
+}
+
+// refreshEpoch returns hctx under an epoch taken now, for a retry of
+// hooks refused or cancelled by a clear of the side calls
+// (cache.ErrCleared: erasures may have been missed since part was read),
+// after marking Dropped in results the exchanges of users the store
+// records erased since (markErased): an erasure after the epoch still
+// refuses or cancels their calls, one before it is in the store's record.
+func (e *Enricher) refreshEpoch(base, hctx context.Context, part []claimed, results []memory.SaveResult) context.Context {
+	epoch := cache.Epoch()
+	marked := slices.Clone(part)
+	e.markErased(hctx, marked)
+	for i, c := range marked {
+		results[i].Dropped = results[i].Dropped || c.en.Result.Dropped
+	}
+	return cache.WithEpoch(base, epoch)
 }
 
 // observe records in h the time from each exchange's capture to now.

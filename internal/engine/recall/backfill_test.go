@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/memgate/memgate/internal/engine/cache"
 	"github.com/memgate/memgate/internal/memory"
 	"github.com/memgate/memgate/internal/store/sqlite"
 )
@@ -413,5 +414,77 @@ func TestBackfillJudgesEachItemByItsOwnGuard(t *testing.T) {
 	}
 	if len(emb.texts) != 1 || emb.texts[0] != "said after the erasure" {
 		t.Fatalf("backfill embedded %q, want only the item stored after the erasure", emb.texts)
+	}
+}
+
+// A backfill batch crossing users whose embedding call one user's erasure
+// (here a conversation delete's forget) cancels embeds the other users'
+// items on their own: they get their vectors, the erased user's do not.
+func TestBackfillEmbedsTheOthersAfterAnOwnersErasureMidBatch(t *testing.T) {
+	t.Parallel() // its own SQLite file
+	ctx := context.Background()
+	st := openTempSQLite(t)
+	erased := memory.Identity{Tenant: "t", User: "erased", Conversation: "c"}
+	kept := memory.Identity{Tenant: "t", User: "kept", Conversation: "c"}
+	deferred := NewDeferred()
+	setup := NewIndexer(st, NewLocal(8), nil)
+	setup.UseDeferred(deferred)
+	for i, id := range []memory.Identity{erased, kept} {
+		ex := longHistory(id, fmt.Sprintf("e%d", i), erasureHistory)
+		res, err := st.SaveExchange(ctx, ex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.GuardSince = ex.At
+		if err := setup.AfterSave(ctx, ex, res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Interleaved, so that a batch of the backfill crosses the two users.
+	deferred.mu.Lock()
+	var mixed []memory.Item
+	var byUser [2][]memory.Item
+	for _, it := range deferred.items {
+		u := 0
+		if it.User == kept.User {
+			u = 1
+		}
+		byUser[u] = append(byUser[u], it)
+	}
+	for i := range max(len(byUser[0]), len(byUser[1])) {
+		for u := range byUser {
+			if i < len(byUser[u]) {
+				mixed = append(mixed, byUser[u][i])
+			}
+		}
+	}
+	deferred.items = mixed
+	deferred.mu.Unlock()
+	g, calls := newGated(), cache.NewCalls()
+	ix := NewIndexer(st, NewCached(g, NewEmbeddingCache(1<<20), calls), nil)
+	ix.UseDeferred(deferred)
+	unembedded := func() map[string]int {
+		left, err := st.ItemsToEmbed(ctx, g.Model(), g.Dims(), 0, 10000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		users := map[string]int{}
+		for _, it := range left {
+			users[it.User]++
+		}
+		return users
+	}
+	before := unembedded()
+	done := make(chan error, 1)
+	go func() { _, err := ix.Backfill(ctx); done <- err }()
+	waitFor(t, "the backfill's embedding call", func() bool { _, n := g.count(""); return n == 1 })
+	calls.Forget(erased.Tenant, erased.User)
+	close(g.gate)
+	if err := <-done; err != nil {
+		t.Fatalf("backfill after one owner's erasure mid-batch: %v", err)
+	}
+	after := unembedded()
+	if after[kept.User] >= before[kept.User] || after[erased.User] != before[erased.User] {
+		t.Fatalf("items without a vector by user before the backfill %v, after %v: want fewer of the kept user's, as many of the erased user's", before, after)
 	}
 }

@@ -192,7 +192,9 @@ func (c *Cached) EmbedOwned(ctx context.Context, texts []Owned, by time.Time) ([
 // not made when an owner of one of the texts was erased since the
 // flight's caller read it, and an owner's erasure cancels it in flight
 // (c.calls): the flights then fail with an error wrapping
-// cache.ErrErased (the other owners' too, who embed theirs again).
+// cache.ErrErased (the other owners' too, who embed theirs again), or
+// cache.ErrCleared when a clear of the calls refused or cancelled it
+// (the enrichment round is retried under a fresh epoch).
 func (c *Cached) fly(ctx context.Context, fs []*flight, by time.Time) {
 	dims := c.inner.Dims()
 	texts := make([]string, len(fs))
@@ -240,8 +242,8 @@ func (c *Cached) embed(ctx context.Context, texts []string, owners []cache.Owner
 	cctx, cancel := context.WithTimeout(cctx, DefaultFlightTimeout)
 	defer cancel()
 	vecs, err := c.inner.Embed(cctx, texts, by)
-	if err != nil && errors.Is(context.Cause(cctx), cache.ErrErased) {
-		return nil, fmt.Errorf("embed %d texts: %w", len(texts), cache.ErrErased)
+	if cause := context.Cause(cctx); err != nil && (errors.Is(cause, cache.ErrErased) || errors.Is(cause, cache.ErrCleared)) {
+		return nil, fmt.Errorf("embed %d texts: %w", len(texts), cause)
 	}
 	return vecs, err
 }

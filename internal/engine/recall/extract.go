@@ -62,6 +62,12 @@ type ExtractorOptions struct {
 	// erasure cancels them, and refuses a call whose text was read before
 	// it (cache.Calls.Begin); nil: none.
 	Calls *cache.Calls
+	// Erased reports when a user was last erased (the store's ErasedAt;
+	// zero: never): after a call refused or cancelled by a clear of Calls
+	// (cache.ErrCleared), whether the user was really erased since the
+	// exchange was captured, or the call is made again. Nil: it is not
+	// made again, and the round is retried.
+	Erased func(ctx context.Context, tenant, user string) (time.Time, error)
 }
 
 // Extractor is the capture hook that asks a model which facts the user
@@ -192,12 +198,16 @@ func (e *Extractor) answerAndRecord(ctx context.Context, exs []memory.Exchange, 
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			q.facts = e.ask(ctx, exs[q.ex], q.input)
+			q.facts, q.err = e.ask(ctx, exs[q.ex], results[q.ex].GuardSince, q.input)
 		}()
 	}
 	wg.Wait()
 	errs := make([]error, len(qs))
 	for k, q := range qs {
+		if q.err != nil {
+			errs[k] = q.err // not asked: the round is retried
+			continue
+		}
 		if q.facts != nil {
 			// Kept before it is recorded: a round that cannot record it
 			// now (the store failed, the round was fenced) or cannot
@@ -222,6 +232,24 @@ type asked struct {
 	at     time.Time
 	key    answerKey
 	facts  []memory.Fact
+	err    error // asking failed for want of knowing whether its user was erased
+}
+
+// erasedSince returns Calls.Do's check of whether ex's user was erased
+// since ex was captured: at or after guard (ex's time when zero), by the
+// store's record (opts.Erased); nil when there is none to ask.
+func (e *Extractor) erasedSince(ex memory.Exchange, guard time.Time) func(context.Context) (bool, error) {
+	if e.opts.Erased == nil {
+		return nil
+	}
+	since := cmp.Or(guard, ex.At)
+	return func(ctx context.Context) (bool, error) {
+		at, err := e.opts.Erased(ctx, ex.Tenant, ex.User)
+		if err != nil {
+			return false, err
+		}
+		return !at.IsZero() && (since.IsZero() || !at.Before(since)), nil
+	}
 }
 
 // covered returns the keys of the user messages res stored that a
@@ -278,43 +306,52 @@ func question(msgs []memory.Message) string {
 	return memory.Truncate(memory.QuoteControlTokens(strings.Join(user, "\n")), maxExtractBytes)
 }
 
-// ask asks the model which facts input (the question of exchange ex)
-// states and returns the valid ones, never nil; failures and invalid
-// replies are counted and logged, and yield nil. The question is not
-// asked once ex's user was erased since it was read (opts.Calls), and
-// their erasure cancels it in flight: it yields nil.
-func (e *Extractor) ask(ctx context.Context, ex memory.Exchange, input string) []memory.Fact {
+// ask asks the model which facts input (the question of exchange ex,
+// captured under the erasure guard guard) states and returns the valid
+// ones, never nil; failures and invalid replies are counted and logged,
+// and yield nil. The question is not asked once ex's user was erased
+// since it was read (opts.Calls), and their erasure cancels it in
+// flight: it yields nil. A call refused or cancelled only because
+// erasures may have been missed (cache.ErrCleared: an erasure notice
+// subscription lost) is made again unless the store records the user's
+// erasure since ex was captured (opts.Erased); when it cannot be made
+// (the store check failed, or clears kept cancelling it) ask returns the
+// error, for the round to be retried: the facts are not dropped.
+func (e *Extractor) ask(ctx context.Context, ex memory.Exchange, guard time.Time, input string) ([]memory.Fact, error) {
 	exID := ex.ID
-	cctx, end, err := e.opts.Calls.Begin(ctx, cache.Owner{Tenant: ex.Identity.Tenant, User: ex.Identity.User})
-	if err != nil {
+	var resp openai.ChatCompletionResponse
+	err := e.opts.Calls.Do(ctx, e.erasedSince(ex, guard), func(cctx context.Context) error {
+		cctx, cancel := context.WithTimeout(cctx, e.opts.Timeout)
+		defer cancel()
+		var err error
+		resp, err = e.client.CreateChatCompletion(cctx, openai.ChatCompletionRequest{
+			Model: e.opts.Model,
+			Messages: []openai.ChatCompletionMessage{
+				{Role: openai.ChatMessageRoleSystem, Content: extractPrompt},
+				{Role: openai.ChatMessageRoleUser, Content: "User messages:\n" + input},
+			},
+			Temperature:    0,
+			ResponseFormat: &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject},
+		})
+		return err
+	}, cache.Owner{Tenant: ex.Identity.Tenant, User: ex.Identity.User})
+	if errors.Is(err, cache.ErrErased) {
 		e.m.runs.WithLabelValues("erased").Inc()
-		return nil
+		return nil, nil
 	}
-	defer end()
-	cctx, cancel := context.WithTimeout(cctx, e.opts.Timeout)
-	defer cancel()
-	resp, err := e.client.CreateChatCompletion(cctx, openai.ChatCompletionRequest{
-		Model: e.opts.Model,
-		Messages: []openai.ChatCompletionMessage{
-			{Role: openai.ChatMessageRoleSystem, Content: extractPrompt},
-			{Role: openai.ChatMessageRoleUser, Content: "User messages:\n" + input},
-		},
-		Temperature:    0,
-		ResponseFormat: &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject},
-	})
-	if errors.Is(context.Cause(cctx), cache.ErrErased) {
-		e.m.runs.WithLabelValues("erased").Inc()
-		return nil
+	if errors.Is(err, cache.ErrCleared) {
+		e.m.runs.WithLabelValues("cleared").Inc()
+		return nil, fmt.Errorf("extract facts of %s: %w", exID, err)
 	}
 	if err != nil {
 		e.m.runs.WithLabelValues("model_error").Inc()
 		e.logger.Warn("fact extraction model failed; pattern facts only", "exchange", exID, "error", err)
-		return nil
+		return nil, nil
 	}
 	if len(resp.Choices) == 0 {
 		e.m.runs.WithLabelValues("bad_reply").Inc()
 		e.logger.Warn("fact extraction reply has no choices", "exchange", exID)
-		return nil
+		return nil, nil
 	}
 	facts, dropped, err := ParseFacts(resp.Choices[0].Message.Content)
 	for reason, n := range dropped {
@@ -323,7 +360,7 @@ func (e *Extractor) ask(ctx context.Context, ex memory.Exchange, input string) [
 	if err != nil {
 		e.m.runs.WithLabelValues("bad_reply").Inc()
 		e.logger.Warn("fact extraction reply rejected", "exchange", exID, "error", err, "bytes", len(resp.Choices[0].Message.Content))
-		return nil
+		return nil, nil
 	}
 	if len(dropped) > 0 {
 		e.logger.Info("fact extraction dropped invalid items", "exchange", exID, "dropped", dropped)
@@ -332,7 +369,7 @@ func (e *Extractor) ask(ctx context.Context, ex memory.Exchange, input string) [
 	if facts == nil {
 		facts = []memory.Fact{}
 	}
-	return facts
+	return facts, nil
 }
 
 // record upserts the facts asked of ex in q, guarded from guard (see

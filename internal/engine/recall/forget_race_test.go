@@ -130,3 +130,44 @@ func TestHooksKeepNothingOfAUserErasedSinceTheBatchWasRead(t *testing.T) {
 		t.Fatalf("the other user's answers (%d) or vectors (%d) were not kept", ans["kept"], vecs["kept"])
 	}
 }
+
+// TestExtractorRetriesACallAClearCancelled: a clear of the calls in
+// flight (an erasure notice subscription lost) cancels the extraction of
+// a user nobody erased: it is asked again, and its facts are stored; when
+// the store records the user's erasure since the exchange, it is not.
+func TestExtractorRetriesACallAClearCancelled(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		erasedAt time.Time
+		want     int
+	}{
+		{"not erased", time.Time{}, 1},
+		{"erased since", time.Now().Add(time.Hour), 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ch := &gatedChatter{fakeChatter: fakeChatter{reply: `{"facts":[{"type":"profile","key":"city","value":"Lisbon","confidence":0.9}]}`},
+				gate: make(chan struct{}), arrived: make(chan struct{}, 4)}
+			st, calls := newFakeStore(), cache.NewCalls()
+			erased := func(context.Context, string, string) (time.Time, error) { return tt.erasedAt, nil }
+			x := NewExtractor(ch, st, ExtractorOptions{Model: "m", MaxPerUser: 200, Calls: calls, Erased: erased}, nil)
+			ex := memory.Exchange{ID: "e1", Identity: memory.Identity{Tenant: "t", User: "u", Conversation: "c"}, At: time.Now(),
+				Turn:  []memory.Message{{Role: "user", Content: "I live in Lisbon now."}},
+				Reply: memory.Message{Role: "assistant", Content: "Nice!"}}
+			res := memory.SaveResult{Inserted: 2, GuardSince: ex.At, Stored: []memory.Message{{Key: "m1", Role: "user", Content: "I live in Lisbon now."}}}
+			done := make(chan error, 1)
+			go func() {
+				ctx := cache.WithEpoch(context.Background(), cache.Epoch()) // the round's
+				done <- x.AfterSaveBatch(ctx, []memory.Exchange{ex}, []memory.SaveResult{res})
+			}()
+			<-ch.arrived
+			calls.Clear() // the round's call is cancelled, and its epoch refused
+			close(ch.gate)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if got := len(st.facts); got != tt.want {
+				t.Fatalf("%d facts stored after a clear during the extraction, want %d", got, tt.want)
+			}
+		})
+	}
+}

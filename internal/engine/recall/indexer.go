@@ -737,10 +737,42 @@ func (ix *Indexer) Backfill(ctx context.Context) (int, error) {
 	if len(items) == 0 {
 		return n, nil
 	}
-	if err := embedStored(ctx, ix.store, ix.emb, items); err != nil {
+	if err := ix.embedByOwner(ctx, items); err != nil {
 		return 0, fmt.Errorf("backfill: %w", err)
 	}
 	return n, nil
+}
+
+// embedByOwner embeds items and stores their vectors (embedStored). When
+// the embedding call was refused or cancelled because an owner of some of
+// them was erased since they were read (cache.ErrErased: the batch
+// crosses users), each owner's items are embedded again on their own,
+// under the same epoch: the erased owners' are refused again and stay
+// unembedded, the others get their vectors.
+func (ix *Indexer) embedByOwner(ctx context.Context, items []memory.Item) error {
+	err := embedStored(ctx, ix.store, ix.emb, items)
+	if !errors.Is(err, cache.ErrErased) {
+		return err
+	}
+	byOwner := map[userKey][]memory.Item{}
+	var owners []userKey
+	for _, it := range items {
+		u := userKey{it.Tenant, it.User}
+		if byOwner[u] == nil {
+			owners = append(owners, u)
+		}
+		byOwner[u] = append(byOwner[u], it)
+	}
+	if len(owners) < 2 {
+		return nil // the one owner was erased: nothing of theirs is embedded
+	}
+	var errs []error
+	for _, u := range owners {
+		if err := embedStored(ctx, ix.store, ix.emb, byOwner[u]); err != nil && !errors.Is(err, cache.ErrErased) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // erasedSince reports whether an erasure at erased (zero: none) came at or
