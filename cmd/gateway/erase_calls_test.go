@@ -200,8 +200,7 @@ func TestErasureNoticeCancelsTheOtherProcessCalls(t *testing.T) {
 	a, b := openTestMemory(t, cfg), openTestMemory(t, cfg)
 	epoch := cache.Epoch()
 	exs, res := saveSecret(t, b, "noor")
-	done := enrichRound(b, epoch, exs, res)
-	waitClosed(t, f.held, "the summary call held by the side model")
+	done := heldRound(t, b, f, epoch, exs, res)
 
 	if err := a.store.DeleteUser(context.Background(), memory.DefaultTenant, "noor"); err != nil {
 		t.Fatal(err)
